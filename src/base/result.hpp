@@ -1,0 +1,61 @@
+// The one error idiom of dtmpi: functions that can fail return Result<T> (or
+// Status for no value); DTMPI_TRY propagates, DTMPI_MPI_CHECK / DTMPI_CUDA_CHECK
+// turn a foreign return code into an Error that records where it came from.
+// The interposer converts an Error into an MPI error code at the boundary.
+#pragma once
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace dtmpi {
+
+struct Error {
+  int code;          // an MPI error code (MPI_ERR_*) or an internal code below
+  std::string what;  // which call failed, for logs
+};
+
+// Internal codes; they never reach the application as such.
+inline constexpr int kErrUnsupported = -1001;  // engine cannot plan: fall back
+inline constexpr int kErrTooLarge = -1002;     // plan would exceed limits
+inline constexpr int kErrCuda = -1003;         // CUDA call failed
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
+  Result(Error err) : v_(std::move(err)) {}           // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct Ok {};
+using Status = Result<Ok>;
+inline Status ok_status() { return Ok{}; }
+
+}  // namespace dtmpi
+
+#define DTMPI_CONCAT_INNER(a, b) a##b
+#define DTMPI_CONCAT(a, b) DTMPI_CONCAT_INNER(a, b)
+
+// Propagate the error of a Result-returning expression; on success, bind nothing.
+#define DTMPI_TRY(expr)                                        \
+  do {                                                         \
+    auto DTMPI_CONCAT(dtmpi_r_, __LINE__) = (expr);            \
+    if (!DTMPI_CONCAT(dtmpi_r_, __LINE__).ok())                \
+      return DTMPI_CONCAT(dtmpi_r_, __LINE__).error();         \
+  } while (0)
+
+// Check an MPI return code; on failure return an Error naming the call.
+#define DTMPI_MPI_CHECK(call)                                  \
+  do {                                                         \
+    int dtmpi_rc_ = (call);                                    \
+    if (dtmpi_rc_ != 0 /* MPI_SUCCESS */)                      \
+      return ::dtmpi::Error{dtmpi_rc_, #call};                 \
+  } while (0)

@@ -1,0 +1,77 @@
+// MPI_Pack / MPI_Unpack / MPI_Pack_size on host memory. dtmpi serves a call
+// only when it is valid and the type has a plan; anything questionable goes to
+// the system MPI, which then reports the error class it always reports,
+// through the communicator's error handler.
+#include <climits>
+#include <cstdint>
+
+#include "interpose/export.hpp"
+#include "pack/cpu_pack.hpp"
+#include "runtime/config.hpp"
+#include "runtime/lifecycle.hpp"
+#include "runtime/real_mpi.hpp"
+#include "runtime/stats.hpp"
+#include "type/registry.hpp"
+
+namespace rt = dtmpi::runtime;
+using dtmpi::type::PlanPtr;
+
+namespace {
+
+// The plan for `count` elements of `type` moving through a packed buffer of
+// `bufsize` bytes at *position, or null if the call must go to the system MPI.
+PlanPtr servable(int count, MPI_Datatype type, const void* user, const void* packed, int bufsize,
+                 const int* position, MPI_Comm comm, int64_t* bytes) {
+  if (!rt::active() || !rt::config().host_pack) return nullptr;
+  if (count <= 0 || position == nullptr || *position < 0 || comm == MPI_COMM_NULL) return nullptr;
+  if (user == nullptr || packed == nullptr) return nullptr;  // MPI_BOTTOM etc.: let MPI decide
+  PlanPtr plan = dtmpi::type::find_plan(type);
+  if (!plan) return nullptr;
+  *bytes = int64_t{count} * plan->size;
+  if (*position + *bytes > bufsize) return nullptr;  // MPI reports MPI_ERR_TRUNCATE etc.
+  return plan;
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
+                          int outsize, int* position, MPI_Comm comm) {
+  int64_t bytes = 0;
+  PlanPtr plan = servable(incount, datatype, inbuf, outbuf, outsize, position, comm, &bytes);
+  if (plan) {
+    auto whole = plan->for_count(incount);
+    if (whole) {
+      dtmpi::pack::pack_host(whole.value(), inbuf, static_cast<char*>(outbuf) + *position);
+      *position += static_cast<int>(bytes);
+      rt::count(rt::stats().packs);
+      rt::count(rt::stats().packed_bytes, static_cast<uint64_t>(bytes));
+      return MPI_SUCCESS;
+    }
+  }
+  if (rt::active()) rt::count(rt::stats().forwarded);
+  return REAL(MPI_Pack)(inbuf, incount, datatype, outbuf, outsize, position, comm);
+}
+
+DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
+                            int outcount, MPI_Datatype datatype, MPI_Comm comm) {
+  int64_t bytes = 0;
+  PlanPtr plan = servable(outcount, datatype, outbuf, inbuf, insize, position, comm, &bytes);
+  if (plan) {
+    auto whole = plan->for_count(outcount);
+    if (whole) {
+      dtmpi::pack::unpack_host(whole.value(), static_cast<const char*>(inbuf) + *position, outbuf);
+      *position += static_cast<int>(bytes);
+      rt::count(rt::stats().unpacks);
+      rt::count(rt::stats().packed_bytes, static_cast<uint64_t>(bytes));
+      return MPI_SUCCESS;
+    }
+  }
+  if (rt::active()) rt::count(rt::stats().forwarded);
+  return REAL(MPI_Unpack)(inbuf, insize, position, outbuf, outcount, datatype, comm);
+}
+
+DTMPI_EXPORT int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
+  // The system MPI's bound is valid for dtmpi's packer too (which writes
+  // exactly count * type size bytes), so the answer is always the system's.
+  return REAL(MPI_Pack_size)(incount, datatype, comm, size);
+}

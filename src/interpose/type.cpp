@@ -1,0 +1,31 @@
+// Datatype lifetime: plans are built at commit and dropped at free.
+#include "interpose/export.hpp"
+#include "runtime/lifecycle.hpp"
+#include "runtime/real_mpi.hpp"
+#include "runtime/stats.hpp"
+#include "type/registry.hpp"
+
+namespace rt = dtmpi::runtime;
+
+DTMPI_EXPORT int MPI_Type_commit(MPI_Datatype* type) {
+  int rc = REAL(MPI_Type_commit)(type);
+  if (rc != MPI_SUCCESS || !rt::active()) return rc;
+  if (dtmpi::type::commit_plan(*type))
+    rt::count(rt::stats().types_planned);
+  else
+    rt::count(rt::stats().types_unplanned);
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Type_free(MPI_Datatype* type) {
+  MPI_Datatype t = type ? *type : MPI_DATATYPE_NULL;
+  int rc = REAL(MPI_Type_free)(type);
+  if (rc == MPI_SUCCESS && rt::active()) dtmpi::type::forget_plan(t);
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  int rc = REAL(MPI_Type_dup)(oldtype, newtype);
+  if (rc == MPI_SUCCESS && rt::active()) dtmpi::type::share_plan(oldtype, *newtype);
+  return rc;
+}

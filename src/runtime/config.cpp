@@ -1,0 +1,74 @@
+#include "runtime/config.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/log.hpp"
+
+extern char** environ;
+
+namespace dtmpi::runtime {
+
+const std::vector<VariableDoc> kVariables = {
+    {"DTMPI_DISABLE", "0", "1: every MPI call goes straight to the system MPI (pure pass-through)"},
+    {"DTMPI_HOST_PACK", "1",
+     "0: MPI_Pack/MPI_Unpack on host memory use the system MPI instead of dtmpi's packer"},
+    {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info or debug"},
+    {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
+    {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
+};
+
+namespace {
+
+Config g_config;
+
+bool flag(const char* name, bool dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0 ||
+           std::strcmp(v, "no") == 0);
+}
+
+std::string text(const char* name, const char* dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : dflt;
+}
+
+int level_of(const std::string& s) {
+  if (s == "error") return 0;
+  if (s == "info") return 2;
+  if (s == "debug") return 3;
+  return 1;
+}
+
+__attribute__((constructor)) void load_at_start() { reload_config(); }
+
+}  // namespace
+
+void reload_config() {
+  Config c;
+  c.disable = flag("DTMPI_DISABLE", false);
+  c.host_pack = flag("DTMPI_HOST_PACK", true);
+  c.stats = flag("DTMPI_STATS", false);
+  c.log = text("DTMPI_LOG", "warn");
+  c.cuda = text("DTMPI_CUDA", "auto");
+  log::g_level.store(level_of(c.log));
+  g_config = c;
+}
+
+const Config& config() { return g_config; }
+
+std::vector<std::string> unknown_variables() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "DTMPI_", 6) != 0) continue;
+    std::string name(*e, std::strcspn(*e, "="));
+    bool known = false;
+    for (const auto& v : kVariables) known = known || name == v.name;
+    // DTMPI_TEST_* are reserved for the test suite's own settings
+    if (!known && name.rfind("DTMPI_TEST_", 0) != 0) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace dtmpi::runtime

@@ -1,0 +1,31 @@
+// DTMPI_* configuration, read once from the environment. Every variable is
+// listed in kVariables (and documented in docs/configuration.md, which
+// tests/runtime check against this table).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace dtmpi::runtime {
+
+struct Config {
+  bool disable = false;    // DTMPI_DISABLE: every call a pure pass-through
+  bool host_pack = true;   // DTMPI_HOST_PACK: our CPU packer for MPI_Pack/Unpack
+  bool stats = false;      // DTMPI_STATS: print counters at MPI_Finalize
+  std::string log = "warn";// DTMPI_LOG: error|warn|info|debug
+  std::string cuda = "auto"; // DTMPI_CUDA: auto|off (use GPUs at run time)
+};
+
+struct VariableDoc {
+  const char* name;
+  const char* default_value;
+  const char* meaning;
+};
+extern const std::vector<VariableDoc> kVariables;
+
+const Config& config();
+// Parses the environment again (tests, and MPI_Init after a fork).
+void reload_config();
+// DTMPI_* variables set in the environment that dtmpi does not know.
+std::vector<std::string> unknown_variables();
+
+}  // namespace dtmpi::runtime

@@ -1,0 +1,36 @@
+#include "runtime/lifecycle.hpp"
+
+#include <mpi.h>
+
+#include <cstdio>
+
+#include "base/log.hpp"
+#include "runtime/config.hpp"
+#include "runtime/stats.hpp"
+#include "type/registry.hpp"
+
+namespace dtmpi::runtime {
+
+bool active() { return !config().disable; }
+
+void on_mpi_initialized() {
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  log::set_rank(rank);
+  if (rank == 0) {
+    for (const auto& name : unknown_variables())
+      DTMPI_LOG(kWarn, "unknown variable %s ignored (see docs/configuration.md)", name.c_str());
+  }
+  DTMPI_LOG(kInfo, "dtmpi active");
+}
+
+void on_mpi_finalizing() {
+  if (config().stats) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "[dtmpi stats rank %d] %s\n", rank, format_stats().c_str());
+  }
+  type::forget_all_plans();
+}
+
+}  // namespace dtmpi::runtime

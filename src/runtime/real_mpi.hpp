@@ -1,0 +1,45 @@
+// The system MPI's entry points, reached with dlsym(RTLD_NEXT) so that dtmpi
+// works preloaded, linked before -lmpi, and stacked in front of PMPI tools.
+// Resolved once when the library is loaded; a name still missing then (MPI
+// dlopen'ed later, e.g. by Python) is resolved at its first use.
+#pragma once
+#include <mpi.h>
+
+#define DTMPI_REAL_FUNCTIONS(X) \
+  X(MPI_Init)                   \
+  X(MPI_Init_thread)            \
+  X(MPI_Finalize)               \
+  X(MPI_Type_commit)            \
+  X(MPI_Type_free)              \
+  X(MPI_Type_dup)               \
+  X(MPI_Pack)                   \
+  X(MPI_Unpack)                 \
+  X(MPI_Pack_size)              \
+  X(MPI_Send)                   \
+  X(MPI_Recv)                   \
+  X(MPI_Isend)                  \
+  X(MPI_Irecv)                  \
+  X(MPI_Sendrecv)
+
+namespace dtmpi::runtime {
+
+struct RealMpi {
+#define DTMPI_DECLARE_REAL(name) decltype(&::name) name = nullptr;
+  DTMPI_REAL_FUNCTIONS(DTMPI_DECLARE_REAL)
+#undef DTMPI_DECLARE_REAL
+};
+
+extern RealMpi g_real;
+void resolve_real_mpi();
+[[noreturn]] void missing_real_symbol(const char* name);
+
+}  // namespace dtmpi::runtime
+
+// REAL(MPI_Send)(args...) calls the next implementation of MPI_Send.
+#define REAL(name)                                                             \
+  (__builtin_expect(::dtmpi::runtime::g_real.name != nullptr, 1)               \
+       ? ::dtmpi::runtime::g_real.name                                         \
+       : (::dtmpi::runtime::resolve_real_mpi(),                                \
+          ::dtmpi::runtime::g_real.name ? ::dtmpi::runtime::g_real.name        \
+                                        : (::dtmpi::runtime::missing_real_symbol(#name), \
+                                           ::dtmpi::runtime::g_real.name)))

@@ -1,0 +1,73 @@
+// Pack plans: what the packers execute. A plan is compiled once from the
+// canonical TypeIR at commit time and cached on the datatype.
+//
+//  StridedPlan   : blocks of `block` bytes at offset + sum(i_d * stride_d),
+//                  dims[0] innermost (fastest), any number of dims up to kMaxDims.
+//  IrregularPlan : an outer strided repetition of a short list of pieces, each
+//                  piece itself a StridedPlan; pack order is, for each outer
+//                  index (dims[0] fastest), every piece in order. A truly
+//                  irregular indexed type is one outer index over a list of
+//                  0-dim pieces (offset, length): a compact block list.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/result.hpp"
+#include "type/ir.hpp"
+
+namespace dtmpi::type {
+
+inline constexpr int kMaxDims = 16;
+inline constexpr int64_t kMaxPieces = int64_t{1} << 22;
+
+struct Dim {
+  int64_t count;
+  int64_t stride;
+};
+
+struct StridedPlan {
+  int64_t offset = 0;
+  int64_t block = 0;  // contiguous bytes per block; 0 means no bytes at all
+  int ndims = 0;
+  std::array<Dim, kMaxDims> dims{};
+
+  int64_t blocks() const;
+  int64_t bytes() const { return block * blocks(); }
+  bool contiguous() const { return ndims == 0; }
+  // Adds a repetition of `count` copies `stride` apart as the new outermost
+  // level, folding it into the block or the top dim when it continues them.
+  // Returns false if the plan has no room for another dim.
+  bool repeat(int64_t count, int64_t stride);
+};
+
+struct IrregularPlan {
+  StridedPlan outer;                // offset + dims of the repetition; block unused
+  std::vector<StridedPlan> pieces;  // offsets relative to each outer position
+  std::vector<int64_t> piece_start; // packed offset of each piece in one body
+  int64_t body_bytes = 0;
+
+  int64_t outer_count() const;
+  int64_t bytes() const { return body_bytes * outer_count(); }
+};
+
+struct PackPlan {
+  int64_t size = 0;    // packed bytes of one element (MPI_Type_size)
+  int64_t lb = 0;      // MPI lb and extent: where element k+1 starts
+  int64_t extent = 0;
+  std::variant<StridedPlan, IrregularPlan> layout;
+
+  bool is_strided() const { return layout.index() == 0; }
+  const StridedPlan& strided() const { return std::get<0>(layout); }
+  const IrregularPlan& irregular() const { return std::get<1>(layout); }
+  // `count` elements as one plan (elements `extent` apart).
+  Result<PackPlan> for_count(int64_t count) const;
+};
+
+// Compiles a canonical IR into a plan (size/lb/extent are filled by the caller).
+Result<PackPlan> compile_plan(const TypeIR& canonical);
+std::string describe(const PackPlan& plan);
+
+}  // namespace dtmpi::type

@@ -1,0 +1,28 @@
+// The plan cache: MPI datatype handle -> PackPlan, filled at MPI_Type_commit and
+// emptied when the type is freed. Freeing is observed twice: by the interposed
+// MPI_Type_free and by an attribute delete callback, so types freed through
+// paths we do not interpose (Fortran bindings, MPI_Finalize) never leave a
+// stale plan behind a reused handle.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+
+#include "type/plan.hpp"
+
+namespace dtmpi::type {
+
+using PlanPtr = std::shared_ptr<const PackPlan>;
+
+// Builds and caches the plan of a committed type. Returns null (and caches
+// nothing) when the engine cannot plan it: callers then use the system MPI.
+PlanPtr commit_plan(MPI_Datatype t);
+// The cached plan, or null. Cheap: one shared-lock hash lookup.
+PlanPtr find_plan(MPI_Datatype t);
+// Gives `dup` the plan of `orig` (MPI_Type_dup of a committed type is committed).
+void share_plan(MPI_Datatype orig, MPI_Datatype dup);
+void forget_plan(MPI_Datatype t);
+void forget_all_plans();
+size_t cached_plan_count();
+
+}  // namespace dtmpi::type

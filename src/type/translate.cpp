@@ -1,0 +1,291 @@
+#include "type/translate.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "type/canonicalize.hpp"
+
+namespace dtmpi::type {
+namespace {
+
+constexpr int64_t kMaxNodes = int64_t{1} << 22;
+
+struct Extent {
+  int64_t lb, extent;
+};
+
+Result<Extent> extent_of(MPI_Datatype t) {
+  MPI_Aint lb = 0, ext = 0;
+  DTMPI_MPI_CHECK(PMPI_Type_get_extent(t, &lb, &ext));
+  return Extent{lb, ext};
+}
+
+// Datatype handles returned by MPI_Type_get_contents must be freed unless named.
+struct ContentTypes {
+  std::vector<MPI_Datatype> types;
+  ~ContentTypes() {
+    for (auto& t : types) {
+      int ni, na, nd, comb;
+      if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+          comb != MPI_COMBINER_NAMED)
+        PMPI_Type_free(&t);
+    }
+  }
+};
+
+template <class A, class B>
+int64_t member_offset() {
+  struct Pair {
+    A a;
+    B b;
+  };
+  return static_cast<int64_t>(offsetof(Pair, b));
+}
+
+// Predefined types: contiguous, except the pair types of MINLOC/MAXLOC.
+Result<TypeIR> named_ir(MPI_Datatype t) {
+  MPI_Count size = 0;
+  DTMPI_MPI_CHECK(PMPI_Type_size_x(t, &size));
+  DTMPI_TRY(extent_of(t));
+  auto e = extent_of(t).value();
+  if (e.lb == 0 && e.extent == size) return TypeIR::dense(0, size);
+  struct PairType {
+    MPI_Datatype type;
+    int64_t first, second_off, second;
+  };
+  const PairType pairs[] = {
+      {MPI_FLOAT_INT, sizeof(float), member_offset<float, int>(), sizeof(int)},
+      {MPI_DOUBLE_INT, sizeof(double), member_offset<double, int>(), sizeof(int)},
+      {MPI_LONG_INT, sizeof(long), member_offset<long, int>(), sizeof(int)},
+      {MPI_SHORT_INT, sizeof(short), member_offset<short, int>(), sizeof(int)},
+      {MPI_2INT, sizeof(int), member_offset<int, int>(), sizeof(int)},
+      {MPI_LONG_DOUBLE_INT, sizeof(long double), member_offset<long double, int>(), sizeof(int)},
+  };
+  for (const auto& p : pairs) {
+    if (p.type == t && p.first + p.second == size) {
+      std::vector<TypeIR> items;
+      items.push_back(TypeIR::dense(0, p.first));
+      items.push_back(TypeIR::dense(p.second_off, p.second));
+      return TypeIR::seq(std::move(items));
+    }
+  }
+  return Error{kErrUnsupported, "named type with holes"};
+}
+
+struct Run {
+  int64_t start, len;
+};
+
+// Indices of one darray dimension owned by grid coordinate r, in ascending order.
+Result<std::vector<Run>> darray_runs(int64_t g, int distrib, int darg, int64_t p, int64_t r) {
+  std::vector<Run> runs;
+  if (distrib == MPI_DISTRIBUTE_NONE) {
+    if (g > 0) runs.push_back({0, g});
+    return runs;
+  }
+  if (distrib == MPI_DISTRIBUTE_BLOCK) {
+    const int64_t d = darg == MPI_DISTRIBUTE_DFLT_DARG ? (g + p - 1) / p : darg;
+    const int64_t s = r * d;
+    if (s < g) runs.push_back({s, std::min(d, g - s)});
+    return runs;
+  }
+  if (distrib == MPI_DISTRIBUTE_CYCLIC) {
+    const int64_t k = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+    if (k <= 0) return Error{kErrUnsupported, "darray cyclic darg"};
+    for (int64_t s = r * k; s < g; s += p * k) {
+      runs.push_back({s, std::min(k, g - s)});
+      if (static_cast<int64_t>(runs.size()) > kMaxNodes) return Error{kErrTooLarge, "darray"};
+    }
+    return runs;
+  }
+  return Error{kErrUnsupported, "darray distribution"};
+}
+
+class Translator {
+ public:
+  Result<TypeIR> run(MPI_Datatype t, int depth) {
+    if (depth > 64) return Error{kErrTooLarge, "nesting deeper than 64"};
+    int ni = 0, na = 0, nd = 0, comb = 0;
+    DTMPI_MPI_CHECK(PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    if (comb == MPI_COMBINER_NAMED) return named_ir(t);
+    std::vector<int> in(static_cast<size_t>(ni));
+    std::vector<MPI_Aint> ad(static_cast<size_t>(na));
+    ContentTypes ct;
+    ct.types.resize(static_cast<size_t>(nd));
+    DTMPI_MPI_CHECK(PMPI_Type_get_contents(t, ni, na, nd, in.data(), ad.data(), ct.types.data()));
+    return from_contents(comb, in, ad, ct.types, depth);
+  }
+
+ private:
+  int64_t nodes_ = 0;
+
+  Status charge(int64_t n) {
+    nodes_ += n;
+    if (nodes_ > kMaxNodes) return Error{kErrTooLarge, "type has too many blocks"};
+    return ok_status();
+  }
+
+  // `n` blocks of `bl` elements of the old type at byte displacements.
+  Result<TypeIR> blocks(MPI_Datatype old, int depth, const std::vector<int64_t>& bls,
+                        const std::vector<int64_t>& disp_bytes) {
+    auto child = run(old, depth + 1);
+    if (!child) return child.error();
+    DTMPI_TRY(extent_of(old));
+    const int64_t ext = extent_of(old).value().extent;
+    DTMPI_TRY(charge(static_cast<int64_t>(bls.size()) * (1 + node_count(child.value()))));
+    std::vector<TypeIR> items;
+    items.reserve(bls.size());
+    for (size_t i = 0; i < bls.size(); ++i)
+      items.push_back(TypeIR::stream(disp_bytes[i], bls[i], ext, child.value()));
+    return TypeIR::seq(std::move(items));
+  }
+
+  Result<TypeIR> from_contents(int comb, const std::vector<int>& in,
+                               const std::vector<MPI_Aint>& ad,
+                               const std::vector<MPI_Datatype>& ty, int depth) {
+    switch (comb) {
+      case MPI_COMBINER_DUP:
+      case MPI_COMBINER_RESIZED:  // resizing moves lb/extent, not the data
+        return run(ty[0], depth + 1);
+      case MPI_COMBINER_CONTIGUOUS: {
+        auto c = run(ty[0], depth + 1);
+        if (!c) return c;
+        DTMPI_TRY(extent_of(ty[0]));
+        return TypeIR::stream(0, in[0], extent_of(ty[0]).value().extent, std::move(c.value()));
+      }
+      case MPI_COMBINER_VECTOR:
+      case MPI_COMBINER_HVECTOR: {
+        auto c = run(ty[0], depth + 1);
+        if (!c) return c;
+        DTMPI_TRY(extent_of(ty[0]));
+        const int64_t ext = extent_of(ty[0]).value().extent;
+        const int64_t stride = comb == MPI_COMBINER_VECTOR ? int64_t{in[2]} * ext : int64_t{ad[0]};
+        return TypeIR::stream(0, in[0], stride, TypeIR::stream(0, in[1], ext, std::move(c.value())));
+      }
+      case MPI_COMBINER_INDEXED:
+      case MPI_COMBINER_HINDEXED:
+      case MPI_COMBINER_INDEXED_BLOCK:
+      case MPI_COMBINER_HINDEXED_BLOCK: {
+        const int n = in[0];
+        const bool uniform = comb == MPI_COMBINER_INDEXED_BLOCK || comb == MPI_COMBINER_HINDEXED_BLOCK;
+        const bool bytes = comb == MPI_COMBINER_HINDEXED || comb == MPI_COMBINER_HINDEXED_BLOCK;
+        DTMPI_TRY(extent_of(ty[0]));
+        const int64_t ext = extent_of(ty[0]).value().extent;
+        std::vector<int64_t> bl(static_cast<size_t>(n)), disp(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) {
+          bl[i] = uniform ? in[1] : in[1 + i];
+          if (bytes)
+            disp[i] = ad[i];
+          else
+            disp[i] = int64_t{in[(uniform ? 2 : 1 + n) + i]} * ext;
+        }
+        return blocks(ty[0], depth, bl, disp);
+      }
+      case MPI_COMBINER_STRUCT: {
+        const int n = in[0];
+        DTMPI_TRY(charge(n));
+        std::vector<TypeIR> items;
+        for (int i = 0; i < n; ++i) {
+          auto c = run(ty[i], depth + 1);
+          if (!c) return c;
+          DTMPI_TRY(extent_of(ty[i]));
+          items.push_back(
+              TypeIR::stream(ad[i], in[1 + i], extent_of(ty[i]).value().extent, std::move(c.value())));
+        }
+        return TypeIR::seq(std::move(items));
+      }
+      case MPI_COMBINER_SUBARRAY: {
+        const int nd = in[0];
+        const int order = in[1 + 3 * nd];
+        auto node = run(ty[0], depth + 1);
+        if (!node) return node;
+        DTMPI_TRY(extent_of(ty[0]));
+        int64_t stride = extent_of(ty[0]).value().extent;
+        TypeIR cur = std::move(node.value());
+        // build from the fastest dimension outwards
+        for (int k = 0; k < nd; ++k) {
+          const int i = order == MPI_ORDER_C ? nd - 1 - k : k;
+          const int64_t size = in[1 + i], sub = in[1 + nd + i], start = in[1 + 2 * nd + i];
+          cur = TypeIR::stream(start * stride, sub, stride, std::move(cur));
+          stride *= size;
+        }
+        return cur;
+      }
+      case MPI_COMBINER_DARRAY:
+        return darray(in, ty[0], depth);
+      default:
+        break;
+    }
+    // F90 parameterized types behave as named types
+#ifdef MPI_COMBINER_F90_REAL
+    if (comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX ||
+        comb == MPI_COMBINER_F90_INTEGER)
+      return Error{kErrUnsupported, "F90 parameterized type"};
+#endif
+    return Error{kErrUnsupported, "unsupported combiner"};
+  }
+
+  Result<TypeIR> darray(const std::vector<int>& in, MPI_Datatype old, int depth) {
+    const int nprocs = in[0], rank = in[1], nd = in[2];
+    const int* gsizes = &in[3];
+    const int* distribs = &in[3 + nd];
+    const int* dargs = &in[3 + 2 * nd];
+    const int* psizes = &in[3 + 3 * nd];
+    const int order = in[3 + 4 * nd];
+    (void)nprocs;
+    // process grid coordinates are row-major whatever the array order
+    std::vector<int64_t> coord(static_cast<size_t>(nd));
+    for (int i = nd - 1, r = rank; i >= 0; --i) {
+      coord[i] = r % psizes[i];
+      r /= psizes[i];
+    }
+    auto node = run(old, depth + 1);
+    if (!node) return node;
+    DTMPI_TRY(extent_of(old));
+    int64_t stride = extent_of(old).value().extent;
+    TypeIR cur = std::move(node.value());
+    for (int k = 0; k < nd; ++k) {
+      const int i = order == MPI_ORDER_C ? nd - 1 - k : k;
+      auto runs = darray_runs(gsizes[i], distribs[i], dargs[i], psizes[i], coord[i]);
+      if (!runs) return runs.error();
+      DTMPI_TRY(charge(static_cast<int64_t>(runs.value().size()) * (1 + node_count(cur))));
+      std::vector<TypeIR> items;
+      for (const auto& r : runs.value())
+        items.push_back(TypeIR::stream(r.start * stride, r.len, stride, cur));
+      cur = canonicalize(TypeIR::seq(std::move(items)));  // keeps the tree small
+      stride *= gsizes[i];
+    }
+    return cur;
+  }
+};
+
+}  // namespace
+
+Result<TypeIR> translate(MPI_Datatype t) {
+  Translator tr;
+  return tr.run(t, 0);
+}
+
+Result<PlanBuild> build_plan(MPI_Datatype t) {
+  PlanBuild b;
+  auto raw = translate(t);
+  if (!raw) return raw.error();
+  b.raw = std::move(raw.value());
+  b.canonical = canonicalize(b.raw);
+  auto plan = compile_plan(b.canonical);
+  if (!plan) return plan.error();
+  b.plan = std::move(plan.value());
+  MPI_Count size = 0;
+  DTMPI_MPI_CHECK(PMPI_Type_size_x(t, &size));
+  DTMPI_TRY(extent_of(t));
+  const auto e = extent_of(t).value();
+  b.plan.size = size;
+  b.plan.lb = e.lb;
+  b.plan.extent = e.extent;
+  // Safety net: a plan that disagrees with MPI on the size is never used.
+  if (packed_size(b.canonical) != size) return Error{kErrUnsupported, "size mismatch with MPI"};
+  return b;
+}
+
+}  // namespace dtmpi::type

@@ -1,0 +1,207 @@
+// Integration tests of the interposer (linked before -lmpi, so MPI_* below are
+// dtmpi's and PMPI_* the system's). Run under mpiexec with 2 and 4 ranks.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "common/random_types.hpp"
+#include "dtmpi/dtmpi.h"
+
+namespace {
+
+int rank_of(MPI_Comm c) {
+  int r;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+int size_of(MPI_Comm c) {
+  int s;
+  MPI_Comm_size(c, &s);
+  return s;
+}
+
+}  // namespace
+
+TEST(Interposer, IsActive) {
+  EXPECT_EQ(dtmpi_active(), 1);
+  EXPECT_STRNE(dtmpi_version(), "");
+}
+
+TEST(Interposer, PackMatchesSystemMpiOnRandomTypes) {
+  dtmpi::testing::RandomTypes gen(99 + static_cast<uint64_t>(rank_of(MPI_COMM_WORLD)));
+  for (int i = 0; i < 400; ++i) {
+    MPI_Datatype t = gen.make(3);
+    MPI_Type_commit(&t);  // dtmpi builds its plan here
+    const int count = gen.uniform(1, 3);
+    auto s = dtmpi::testing::span_of(t, count);
+    std::vector<unsigned char> src(static_cast<size_t>(s.hi - s.lo) + 1);
+    for (auto& b : src) b = static_cast<unsigned char>(gen.rng()());
+    int bound = 0;
+    MPI_Pack_size(count, t, MPI_COMM_WORLD, &bound);
+    std::vector<unsigned char> ours(static_cast<size_t>(bound) + 8, 0), ref(ours.size(), 0);
+    int p1 = 3, p2 = 3;  // a non-zero starting position
+    ASSERT_EQ(MPI_Pack(src.data() - s.lo, count, t, ours.data(), bound + 8, &p1, MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    ASSERT_EQ(PMPI_Pack(src.data() - s.lo, count, t, ref.data(), bound + 8, &p2, MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    ASSERT_EQ(p1, p2) << gen.recipe();
+    ASSERT_EQ(ours, ref) << gen.recipe();
+    // unpack what MPI packed, with MPI_Unpack (ours) vs PMPI_Unpack
+    auto offs = dtmpi::testing::typemap_offsets(t, count);
+    std::sort(offs.begin(), offs.end());
+    if (std::adjacent_find(offs.begin(), offs.end()) == offs.end()) {
+      std::vector<unsigned char> a(src.size(), 0x5A), b(src.size(), 0x5A);
+      p1 = 3, p2 = 3;
+      ASSERT_EQ(MPI_Unpack(ref.data(), bound + 8, &p1, a.data() - s.lo, count, t, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(PMPI_Unpack(ref.data(), bound + 8, &p2, b.data() - s.lo, count, t, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(p1, p2);
+      ASSERT_EQ(a, b) << gen.recipe();
+    }
+    dtmpi::testing::free_type(t);
+  }
+  EXPECT_NE(std::strstr(dtmpi_stats(), "MPI_Pack"), nullptr);
+}
+
+TEST(Interposer, DupSharesThePlanAndFreeForgetsIt) {
+  MPI_Datatype v, d;
+  MPI_Type_vector(4, 1, 3, MPI_INT, &v);
+  MPI_Type_commit(&v);
+  MPI_Type_dup(v, &d);
+  MPI_Type_free(&v);  // d stays usable
+  int src[12];
+  std::iota(src, src + 12, 0);
+  int out[4] = {}, pos = 0;
+  ASSERT_EQ(MPI_Pack(src, 1, d, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[3], 9);
+  MPI_Type_free(&d);
+}
+
+// Ring exchange: send with one type, receive with another of the same signature.
+TEST(Interposer, SendAndReceiveWithDifferentTypesOfOneSignature) {
+  const int me = rank_of(MPI_COMM_WORLD), n = size_of(MPI_COMM_WORLD);
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  // send: column of a 6x5 double matrix; receive: contiguous 6 doubles
+  MPI_Datatype column;
+  MPI_Type_vector(6, 1, 5, MPI_DOUBLE, &column);
+  MPI_Type_commit(&column);
+  std::vector<double> m(30);
+  for (int i = 0; i < 30; ++i) m[i] = me * 100 + i;
+  std::vector<double> got(6, -1);
+  MPI_Status st;
+  ASSERT_EQ(MPI_Sendrecv(m.data() + 2, 1, column, right, 7, got.data(), 6, MPI_DOUBLE, left, 7,
+                         MPI_COMM_WORLD, &st),
+            MPI_SUCCESS);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], left * 100 + 2 + 5 * i);
+  int cnt = 0;
+  MPI_Get_count(&st, MPI_DOUBLE, &cnt);
+  EXPECT_EQ(cnt, 6);
+  EXPECT_EQ(st.MPI_SOURCE, left);
+  EXPECT_EQ(st.MPI_TAG, 7);
+
+  // send contiguous, receive into the column type with Isend/Irecv
+  std::vector<double> dst(30, -1);
+  MPI_Request rq[2];
+  MPI_Irecv(dst.data() + 1, 1, column, left, 8, MPI_COMM_WORLD, &rq[0]);
+  MPI_Isend(m.data(), 6, MPI_DOUBLE, right, 8, MPI_COMM_WORLD, &rq[1]);
+  MPI_Status sts[2];
+  ASSERT_EQ(MPI_Waitall(2, rq, sts), MPI_SUCCESS);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(dst[i], i % 5 == 1 ? left * 100 + i / 5 : -1);
+  MPI_Get_count(&sts[0], column, &cnt);
+  EXPECT_EQ(cnt, 1);
+  MPI_Get_elements(&sts[0], column, &cnt);
+  EXPECT_EQ(cnt, 6);
+  MPI_Type_free(&column);
+}
+
+TEST(Interposer, PackedBytesTravelBothWays) {
+  const int me = rank_of(MPI_COMM_WORLD), n = size_of(MPI_COMM_WORLD);
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  // struct {int a[3]; double x; char tag} x 4, resized to 32 bytes
+  int bl[3] = {3, 1, 1};
+  MPI_Aint d[3] = {0, 16, 24};
+  MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR}, s, rec;
+  MPI_Type_create_struct(3, bl, d, ty, &s);
+  MPI_Type_create_resized(s, 0, 32, &rec);
+  MPI_Type_free(&s);
+  MPI_Type_commit(&rec);
+  std::vector<unsigned char> src(4 * 32), dst(4 * 32, 0xEE);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(me * 31 + i);
+  int size = 0;
+  MPI_Pack_size(4, rec, MPI_COMM_WORLD, &size);
+  std::vector<char> packed(static_cast<size_t>(size)), inbox(static_cast<size_t>(size));
+  int pos = 0;
+  MPI_Pack(src.data(), 4, rec, packed.data(), size, &pos, MPI_COMM_WORLD);
+  EXPECT_EQ(pos, 4 * 25);
+  // MPI_PACKED out, derived type in
+  MPI_Status st;
+  MPI_Sendrecv(packed.data(), pos, MPI_PACKED, right, 1, dst.data(), 4, rec, left, 1, MPI_COMM_WORLD, &st);
+  int cnt = 0;
+  MPI_Get_count(&st, rec, &cnt);
+  EXPECT_EQ(cnt, 4);
+  for (int k = 0; k < 4; ++k)
+    for (int b = 0; b < 32; ++b) {
+      const bool in_map = b < 12 || (b >= 16 && b < 25);
+      const unsigned char want = in_map ? static_cast<unsigned char>(left * 31 + 32 * k + b) : 0xEE;
+      ASSERT_EQ(dst[32 * k + b], want) << "element " << k << " byte " << b;
+    }
+  // derived type out, MPI_PACKED in, then MPI_Unpack
+  MPI_Sendrecv(src.data(), 4, rec, right, 2, inbox.data(), size, MPI_PACKED, left, 2, MPI_COMM_WORLD, &st);
+  std::vector<unsigned char> un(4 * 32, 0xEE);
+  pos = 0;
+  ASSERT_EQ(MPI_Unpack(inbox.data(), size, &pos, un.data(), 4, rec, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(un, dst);
+  MPI_Type_free(&rec);
+}
+
+// Bad input: dtmpi reports the same error class as the system MPI, through the
+// communicator's error handler, and writes nothing outside the buffers.
+TEST(Interposer, ErrorsMatchTheSystemMpi) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Datatype committed, uncommitted;
+  MPI_Type_vector(4, 2, 3, MPI_INT, &committed);
+  MPI_Type_commit(&committed);
+  MPI_Type_vector(4, 2, 3, MPI_INT, &uncommitted);
+  int src[16] = {};
+  char out[64];
+  auto classes = [&](int count, MPI_Datatype t, int outsize) {
+    int p1 = 0, p2 = 0;
+    int rc1 = MPI_Pack(src, count, t, out, outsize, &p1, MPI_COMM_WORLD);
+    int rc2 = PMPI_Pack(src, count, t, out, outsize, &p2, MPI_COMM_WORLD);
+    int c1 = MPI_SUCCESS, c2 = MPI_SUCCESS;
+    if (rc1 != MPI_SUCCESS) MPI_Error_class(rc1, &c1);
+    if (rc2 != MPI_SUCCESS) MPI_Error_class(rc2, &c2);
+    EXPECT_EQ(p1, p2);
+    return std::pair<int, int>(c1, c2);
+  };
+  auto r = classes(1, MPI_DATATYPE_NULL, 64);
+  EXPECT_NE(r.first, MPI_SUCCESS);
+  EXPECT_EQ(r.first, r.second);
+  r = classes(1, uncommitted, 64);
+  EXPECT_EQ(r.first, r.second);
+  r = classes(-1, committed, 64);
+  EXPECT_NE(r.first, MPI_SUCCESS);
+  EXPECT_EQ(r.first, r.second);
+  r = classes(2, committed, 20);  // 64 bytes needed, 20 given
+  EXPECT_NE(r.first, MPI_SUCCESS);
+  EXPECT_EQ(r.first, r.second);
+  int pos = 0;
+  int rc = MPI_Unpack(out, 8, &pos, src, 1, committed, MPI_COMM_WORLD);  // input too short
+  EXPECT_NE(rc, MPI_SUCCESS);
+
+  // truncated receive
+  const int me = rank_of(MPI_COMM_WORLD), n = size_of(MPI_COMM_WORLD);
+  int big[10] = {}, small[5];
+  MPI_Status st;
+  rc = MPI_Sendrecv(big, 10, MPI_INT, (me + 1) % n, 3, small, 5, MPI_INT, (me + n - 1) % n, 3,
+                    MPI_COMM_WORLD, &st);
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : rc, &cls);
+  EXPECT_EQ(cls, MPI_ERR_TRUNCATE);
+  MPI_Type_free(&committed);
+  MPI_Type_free(&uncommitted);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
