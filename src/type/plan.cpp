@@ -1,5 +1,6 @@
 #include "type/plan.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace dtmpi::type {
@@ -145,6 +146,38 @@ Result<PackPlan> compile_plan(const TypeIR& canonical) {
   }
   plan.layout = std::move(ip);
   return plan;
+}
+
+namespace {
+Bounds strided_bounds(const StridedPlan& s) {
+  Bounds b{s.offset, s.offset + s.block};
+  for (int d = 0; d < s.ndims; ++d) {
+    const int64_t span = (s.dims[d].count - 1) * s.dims[d].stride;
+    (span < 0 ? b.lo : b.hi) += span;
+  }
+  return b;
+}
+}  // namespace
+
+Bounds touched_bounds(const PackPlan& plan) {
+  if (plan.is_strided()) {
+    if (plan.strided().bytes() == 0) return Bounds{0, 0};
+    return strided_bounds(plan.strided());
+  }
+  const auto& ip = plan.irregular();
+  bool any = false;
+  Bounds body{0, 0};
+  for (const auto& p : ip.pieces) {
+    if (p.bytes() == 0) continue;
+    Bounds b = strided_bounds(p);
+    body = any ? Bounds{std::min(body.lo, b.lo), std::max(body.hi, b.hi)} : b;
+    any = true;
+  }
+  if (!any) return Bounds{0, 0};
+  StridedPlan o = ip.outer;  // the outer repetition moves the whole body
+  o.block = body.hi - body.lo;
+  o.offset += body.lo;
+  return strided_bounds(o);
 }
 
 static void describe_strided(std::ostringstream& os, const StridedPlan& s) {

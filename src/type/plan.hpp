@@ -66,6 +66,13 @@ struct PackPlan {
   Result<PackPlan> for_count(int64_t count) const;
 };
 
+// First and one-past-last byte offset the plan touches (for one element);
+// {0, 0} when it touches none.
+struct Bounds {
+  int64_t lo, hi;
+};
+Bounds touched_bounds(const PackPlan& plan);
+
 // Compiles a canonical IR into a plan (size/lb/extent are filled by the caller).
 Result<PackPlan> compile_plan(const TypeIR& canonical);
 std::string describe(const PackPlan& plan);

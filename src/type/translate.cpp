@@ -285,6 +285,17 @@ Result<PlanBuild> build_plan(MPI_Datatype t) {
   b.plan.extent = e.extent;
   // Safety net: a plan that disagrees with MPI on the size is never used.
   if (packed_size(b.canonical) != size) return Error{kErrUnsupported, "size mismatch with MPI"};
+  // ... and on the bytes touched. Where an MPI library derives other bounds
+  // than the standard's typemap (Open MPI 4.1 does for some overlapping
+  // negative-stride hvectors), the system MPI keeps the type, so dtmpi and the
+  // system MPI never disagree on bytes.
+  if (size > 0) {
+    MPI_Count tlb = 0, text = 0;
+    DTMPI_MPI_CHECK(PMPI_Type_get_true_extent_x(t, &tlb, &text));
+    const Bounds tb = touched_bounds(b.plan);
+    if (tb.lo != tlb || tb.hi - tb.lo != text)
+      return Error{kErrUnsupported, "typemap bounds differ from the MPI library's true extent"};
+  }
   return b;
 }
 

@@ -1,7 +1,25 @@
 // GoogleTest main for tests that run under mpiexec: every rank runs every
-// test; only rank 0 prints; the exit code is non-zero if any rank failed.
+// test; rank 0 prints the usual report, other ranks print only their failures;
+// the exit code is non-zero if any rank failed.
 #include <gtest/gtest.h>
 #include <mpi.h>
+
+#include <cstdio>
+
+namespace {
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -11,6 +29,7 @@ int main(int argc, char** argv) {
   if (rank != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter(rank));
   }
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   int any = 0;

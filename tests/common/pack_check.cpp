@@ -37,6 +37,18 @@ PackCheck check_against_mpi(MPI_Datatype t, int count, std::mt19937_64& rng) {
   std::vector<unsigned char> want(static_cast<size_t>(bytes) + 1), got(static_cast<size_t>(bytes) + 1, 0);
   int pos = 0;
   PMPI_Pack(base, count, t, want.data(), static_cast<int>(bytes), &pos, MPI_COMM_SELF);
+  MPI_Aint lb = 0, ext = 0;
+  MPI_Type_get_extent(t, &lb, &ext);
+  if (count > 1) {
+    std::vector<unsigned char> each(want.size());
+    pos = 0;
+    for (int k = 0; k < count; ++k)
+      PMPI_Pack(base + k * ext, 1, t, each.data(), static_cast<int>(bytes), &pos, MPI_COMM_SELF);
+    if (each != want) {
+      r.system_inconsistent = true;
+      want = each;
+    }
+  }
   pack::pack_host(whole.value(), base, got.data());
   if (std::memcmp(want.data(), got.data(), static_cast<size_t>(bytes)) != 0) {
     int64_t i = 0;
@@ -53,8 +65,14 @@ PackCheck check_against_mpi(MPI_Datatype t, int count, std::mt19937_64& rng) {
   for (auto& x : a) x = static_cast<unsigned char>(0xA5 ^ rng());
   b = a;
   pos = 0;
-  PMPI_Unpack(want.data(), static_cast<int>(bytes), &pos, a.data() + kMargin - s.lo, count, t,
-              MPI_COMM_SELF);
+  if (r.system_inconsistent) {
+    for (int k = 0; k < count; ++k)
+      PMPI_Unpack(want.data(), static_cast<int>(bytes), &pos, a.data() + kMargin - s.lo + k * ext, 1, t,
+                  MPI_COMM_SELF);
+  } else {
+    PMPI_Unpack(want.data(), static_cast<int>(bytes), &pos, a.data() + kMargin - s.lo, count, t,
+                MPI_COMM_SELF);
+  }
   pack::unpack_host(whole.value(), want.data(), b.data() + kMargin - s.lo);
   if (a != b) {
     int64_t i = 0;

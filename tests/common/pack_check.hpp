@@ -12,6 +12,10 @@ struct PackCheck {
   bool planned = false;      // the engine produced a plan
   std::string plan_text;     // describe(plan) or the reason there is none
   std::string mismatch;      // empty when everything agreed
+  // The system MPI packed count > 1 elements differently from the same
+  // elements packed one at a time at extent steps (which the standard makes
+  // identical): a defect of that MPI. The per-element result is the oracle then.
+  bool system_inconsistent = false;
 };
 
 // Packs (count, t) from a random buffer with MPI_Pack (PMPI, the oracle) and

@@ -48,23 +48,28 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
   MPI_Datatype t = MPI_DATATYPE_NULL;
   char buf[256];
   const int kind = uniform(0, 12);
+  int rc = MPI_SUCCESS;
+  // constructors report invalid combinations (errors return, see below)
+  MPI_Errhandler saved;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   switch (kind) {
     case 0: {
       int n = uniform(0, 4);
-      MPI_Type_contiguous(n, child, &t);
+      rc = MPI_Type_contiguous(n, child, &t);
       std::snprintf(buf, sizeof buf, "contiguous(%d, ", n);
       break;
     }
     case 1: {
       int c = uniform(0, 4), bl = uniform(0, 3), s = uniform(-4, 5);
-      MPI_Type_vector(c, bl, s, child, &t);
+      rc = MPI_Type_vector(c, bl, s, child, &t);
       std::snprintf(buf, sizeof buf, "vector(%d,%d,%d, ", c, bl, s);
       break;
     }
     case 2: {
       int c = uniform(0, 4), bl = uniform(0, 3);
       MPI_Aint s = static_cast<MPI_Aint>(uniform(-3, 3) * ext + uniform(-3, 3));
-      MPI_Type_create_hvector(c, bl, s, child, &t);
+      rc = MPI_Type_create_hvector(c, bl, s, child, &t);
       std::snprintf(buf, sizeof buf, "hvector(%d,%d,%ld, ", c, bl, static_cast<long>(s));
       break;
     }
@@ -81,9 +86,9 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
         d += std::to_string(bl[i]) + "@" + std::to_string(kind == 3 ? di[i] : hd[i]) + " ";
       }
       if (kind == 3)
-        MPI_Type_indexed(n, bl.data(), di.data(), child, &t);
+        rc = MPI_Type_indexed(n, bl.data(), di.data(), child, &t);
       else
-        MPI_Type_create_hindexed(n, bl.data(), hd.data(), child, &t);
+        rc = MPI_Type_create_hindexed(n, bl.data(), hd.data(), child, &t);
       std::snprintf(buf, sizeof buf, "%s(%s, ", kind == 3 ? "indexed" : "hindexed", d.c_str());
       break;
     }
@@ -99,9 +104,9 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
         d += std::to_string(kind == 5 ? di[i] : hd[i]) + " ";
       }
       if (kind == 5)
-        MPI_Type_create_indexed_block(n, bl, di.data(), child, &t);
+        rc = MPI_Type_create_indexed_block(n, bl, di.data(), child, &t);
       else
-        MPI_Type_create_hindexed_block(n, bl, hd.data(), child, &t);
+        rc = MPI_Type_create_hindexed_block(n, bl, hd.data(), child, &t);
       std::snprintf(buf, sizeof buf, "%s(bl %d: %s, ", kind == 5 ? "indexed_block" : "hindexed_block",
                     bl, d.c_str());
       break;
@@ -118,7 +123,7 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
         ty[i] = uniform(0, 1) ? child : named();
         d += std::to_string(bl[i]) + "@" + std::to_string(di[i]) + (ty[i] == child ? "C " : "N ");
       }
-      MPI_Type_create_struct(n, bl.data(), di.data(), ty.data(), &t);
+      rc = MPI_Type_create_struct(n, bl.data(), di.data(), ty.data(), &t);
       std::snprintf(buf, sizeof buf, "struct(%s, ", d.c_str());
       break;
     }
@@ -133,7 +138,7 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
         d += std::to_string(sizes[i]) + "/" + std::to_string(subs[i]) + "/" + std::to_string(starts[i]) + " ";
       }
       int order = uniform(0, 1) ? MPI_ORDER_C : MPI_ORDER_FORTRAN;
-      MPI_Type_create_subarray(nd, sizes, subs, starts, order, child, &t);
+      rc = MPI_Type_create_subarray(nd, sizes, subs, starts, order, child, &t);
       std::snprintf(buf, sizeof buf, "subarray(%s%s, ", d.c_str(), order == MPI_ORDER_C ? "C" : "F");
       break;
     }
@@ -165,7 +170,7 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
       }
       int rank = uniform(0, size - 1);
       int order = uniform(0, 1) ? MPI_ORDER_C : MPI_ORDER_FORTRAN;
-      MPI_Type_create_darray(size, rank, nd, g, dist, darg, ps, order, child, &t);
+      rc = MPI_Type_create_darray(size, rank, nd, g, dist, darg, ps, order, child, &t);
       std::snprintf(buf, sizeof buf, "darray(rank %d/%d: %s%s, ", rank, size, d.c_str(),
                     order == MPI_ORDER_C ? "C" : "F");
       break;
@@ -174,14 +179,20 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
     case 11: {
       MPI_Aint lb = uniform(-16, 16), e = ext + uniform(-4, 16);
       if (e < 1) e = 1;
-      MPI_Type_create_resized(child, lb, e, &t);
+      rc = MPI_Type_create_resized(child, lb, e, &t);
       std::snprintf(buf, sizeof buf, "resized(lb %ld ext %ld, ", static_cast<long>(lb), static_cast<long>(e));
       break;
     }
     default:
-      MPI_Type_dup(child, &t);
+      rc = MPI_Type_dup(child, &t);
       std::snprintf(buf, sizeof buf, "dup(");
       break;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
+  MPI_Errhandler_free(&saved);
+  if (rc != MPI_SUCCESS) {  // e.g. a darray over an old type this MPI refuses
+    MPI_Type_dup(child, &t);
+    std::snprintf(buf, sizeof buf, "dup(");
   }
   text = std::string(buf) + inner + ")";
   free_type(child);
@@ -189,6 +200,9 @@ MPI_Datatype RandomTypes::derived(int depth, std::string& text) {
 }
 
 Span span_of(MPI_Datatype t, int count) {
+  int size = 0;
+  MPI_Type_size(t, &size);
+  if (size == 0 || count == 0) return Span{0, 0};  // bounds of empty types are arbitrary
   MPI_Aint tlb, text, lb, ext;
   MPI_Type_get_true_extent(t, &tlb, &text);
   MPI_Type_get_extent(t, &lb, &ext);
@@ -205,8 +219,9 @@ std::vector<int64_t> typemap_offsets(MPI_Datatype t, int count) {
   const int64_t bytes = static_cast<int64_t>(size) * count;
   Span s = span_of(t, count);
   const int64_t n = s.hi - s.lo;
-  std::vector<unsigned char> src(static_cast<size_t>(n));
-  std::vector<unsigned char> packed(static_cast<size_t>(bytes));
+  // +1: MPI_Pack rejects null buffers even for zero bytes
+  std::vector<unsigned char> src(static_cast<size_t>(n) + 1);
+  std::vector<unsigned char> packed(static_cast<size_t>(bytes) + 1);
   std::vector<int64_t> off(static_cast<size_t>(bytes), 0);
   for (int plane = 0; plane < 3; ++plane) {
     for (int64_t k = 0; k < n; ++k) src[k] = static_cast<unsigned char>((k >> (8 * plane)) & 0xff);

@@ -45,8 +45,14 @@ TEST(Interposer, PackMatchesSystemMpiOnRandomTypes) {
     int p1 = 3, p2 = 3;  // a non-zero starting position
     ASSERT_EQ(MPI_Pack(src.data() - s.lo, count, t, ours.data(), bound + 8, &p1, MPI_COMM_WORLD),
               MPI_SUCCESS);
-    ASSERT_EQ(PMPI_Pack(src.data() - s.lo, count, t, ref.data(), bound + 8, &p2, MPI_COMM_WORLD),
-              MPI_SUCCESS);
+    // oracle: the elements packed one at a time at extent steps, which the
+    // standard makes identical to packing `count` (Open MPI 4.1 sometimes
+    // disagrees with itself there; see tests/common/pack_check.hpp)
+    MPI_Aint lb, ext;
+    MPI_Type_get_extent(t, &lb, &ext);
+    for (int k = 0; k < count; ++k)
+      ASSERT_EQ(PMPI_Pack(src.data() - s.lo + k * ext, 1, t, ref.data(), bound + 8, &p2, MPI_COMM_WORLD),
+                MPI_SUCCESS);
     ASSERT_EQ(p1, p2) << gen.recipe();
     ASSERT_EQ(ours, ref) << gen.recipe();
     // unpack what MPI packed, with MPI_Unpack (ours) vs PMPI_Unpack
@@ -56,7 +62,9 @@ TEST(Interposer, PackMatchesSystemMpiOnRandomTypes) {
       std::vector<unsigned char> a(src.size(), 0x5A), b(src.size(), 0x5A);
       p1 = 3, p2 = 3;
       ASSERT_EQ(MPI_Unpack(ref.data(), bound + 8, &p1, a.data() - s.lo, count, t, MPI_COMM_WORLD), MPI_SUCCESS);
-      ASSERT_EQ(PMPI_Unpack(ref.data(), bound + 8, &p2, b.data() - s.lo, count, t, MPI_COMM_WORLD), MPI_SUCCESS);
+      for (int k = 0; k < count; ++k)
+        ASSERT_EQ(PMPI_Unpack(ref.data(), bound + 8, &p2, b.data() - s.lo + k * ext, 1, t, MPI_COMM_WORLD),
+                  MPI_SUCCESS);
       ASSERT_EQ(p1, p2);
       ASSERT_EQ(a, b) << gen.recipe();
     }
@@ -135,7 +143,7 @@ TEST(Interposer, PackedBytesTravelBothWays) {
   std::vector<char> packed(static_cast<size_t>(size)), inbox(static_cast<size_t>(size));
   int pos = 0;
   MPI_Pack(src.data(), 4, rec, packed.data(), size, &pos, MPI_COMM_WORLD);
-  EXPECT_EQ(pos, 4 * 25);
+  EXPECT_EQ(pos, 4 * 21);  // 12 + 8 + 1 bytes per element
   // MPI_PACKED out, derived type in
   MPI_Status st;
   MPI_Sendrecv(packed.data(), pos, MPI_PACKED, right, 1, dst.data(), 4, rec, left, 1, MPI_COMM_WORLD, &st);
