@@ -1,7 +1,10 @@
 // MPI_Pack / MPI_Unpack / MPI_Pack_size on host memory. dtmpi serves a call
 // only when it is valid and the type has a plan; anything questionable goes to
 // the system MPI, which then reports the error class it always reports,
-// through the communicator's error handler.
+// through the communicator's error handler. One exception: a packed buffer
+// too small for a planned type is reported by dtmpi itself (MPI_ERR_TRUNCATE,
+// Open MPI's class), because some system MPIs (Debian's MPICH 4.0) do not
+// check and write past the buffer.
 #include <climits>
 #include <cstdint>
 
@@ -18,9 +21,9 @@ using dtmpi::type::PlanPtr;
 
 namespace {
 
-// The plan for `count` elements of `type` moving through a packed buffer of
-// `bufsize` bytes at *position, or null if the call must go to the system MPI.
-PlanPtr servable(int count, MPI_Datatype type, const void* user, const void* packed, int bufsize,
+// The plan for `count` elements of `type` moving through a packed buffer at
+// *position (and their byte count), or null if the call must go to the system MPI.
+PlanPtr servable(int count, MPI_Datatype type, const void* user, const void* packed,
                  const int* position, MPI_Comm comm, int64_t* bytes) {
   if (!rt::active() || !rt::config().host_pack) return nullptr;
   if (count <= 0 || position == nullptr || *position < 0 || comm == MPI_COMM_NULL) return nullptr;
@@ -28,8 +31,12 @@ PlanPtr servable(int count, MPI_Datatype type, const void* user, const void* pac
   PlanPtr plan = dtmpi::type::find_plan(type);
   if (!plan) return nullptr;
   *bytes = int64_t{count} * plan->size;
-  if (*position + *bytes > bufsize) return nullptr;  // MPI reports MPI_ERR_TRUNCATE etc.
   return plan;
+}
+
+int report_truncation(MPI_Comm comm) {
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
+  return MPI_ERR_TRUNCATE;
 }
 
 }  // namespace
@@ -37,7 +44,8 @@ PlanPtr servable(int count, MPI_Datatype type, const void* user, const void* pac
 DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
                           int outsize, int* position, MPI_Comm comm) {
   int64_t bytes = 0;
-  PlanPtr plan = servable(incount, datatype, inbuf, outbuf, outsize, position, comm, &bytes);
+  PlanPtr plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes);
+  if (plan && *position + bytes > outsize) return report_truncation(comm);
   if (plan) {
     auto whole = plan->for_count(incount);
     if (whole) {
@@ -55,7 +63,8 @@ DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype,
 DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm) {
   int64_t bytes = 0;
-  PlanPtr plan = servable(outcount, datatype, outbuf, inbuf, insize, position, comm, &bytes);
+  PlanPtr plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes);
+  if (plan && *position + bytes > insize) return report_truncation(comm);
   if (plan) {
     auto whole = plan->for_count(outcount);
     if (whole) {

@@ -27,6 +27,12 @@ PackCheck check_against_mpi(MPI_Datatype t, int count, std::mt19937_64& rng) {
   int size = 0;
   MPI_Type_size(t, &size);
   const int64_t bytes = int64_t{size} * count;
+  if (bytes == 0) {  // nothing to pack (and MPICH 4.0 crashes packing some empty types)
+    if (whole.value().is_strided() ? whole.value().strided().bytes() != 0
+                                   : whole.value().irregular().bytes() != 0)
+      r.mismatch = "empty type with a non-empty plan";
+    return r;
+  }
   const Span s = span_of(t, count);
   constexpr int64_t kMargin = 64;
   const int64_t n = s.hi - s.lo + 2 * kMargin;
@@ -60,7 +66,8 @@ PackCheck check_against_mpi(MPI_Datatype t, int count, std::mt19937_64& rng) {
   // result undefined)
   auto offs = typemap_offsets(t, count);
   std::sort(offs.begin(), offs.end());
-  if (std::adjacent_find(offs.begin(), offs.end()) != offs.end()) return r;
+  // (empty types are skipped: MPICH 4.0's MPI_Unpack divides by zero on some)
+  if (offs.empty() || std::adjacent_find(offs.begin(), offs.end()) != offs.end()) return r;
   std::vector<unsigned char> a(static_cast<size_t>(n)), b;
   for (auto& x : a) x = static_cast<unsigned char>(0xA5 ^ rng());
   b = a;

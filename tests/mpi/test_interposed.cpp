@@ -58,7 +58,8 @@ TEST(Interposer, PackMatchesSystemMpiOnRandomTypes) {
     // unpack what MPI packed, with MPI_Unpack (ours) vs PMPI_Unpack
     auto offs = dtmpi::testing::typemap_offsets(t, count);
     std::sort(offs.begin(), offs.end());
-    if (std::adjacent_find(offs.begin(), offs.end()) == offs.end()) {
+    // (empty types are skipped: MPICH 4.0's MPI_Unpack divides by zero on some)
+    if (!offs.empty() && std::adjacent_find(offs.begin(), offs.end()) == offs.end()) {
       std::vector<unsigned char> a(src.size(), 0x5A), b(src.size(), 0x5A);
       p1 = 3, p2 = 3;
       ASSERT_EQ(MPI_Unpack(ref.data(), bound + 8, &p1, a.data() - s.lo, count, t, MPI_COMM_WORLD), MPI_SUCCESS);
@@ -193,12 +194,20 @@ TEST(Interposer, ErrorsMatchTheSystemMpi) {
   r = classes(-1, committed, 64);
   EXPECT_NE(r.first, MPI_SUCCESS);
   EXPECT_EQ(r.first, r.second);
-  r = classes(2, committed, 20);  // 64 bytes needed, 20 given
-  EXPECT_NE(r.first, MPI_SUCCESS);
-  EXPECT_EQ(r.first, r.second);
+  // buffer too small: MPI_ERR_TRUNCATE (Open MPI's class; Debian's MPICH 4.0
+  // does not check at all and would write past the buffer), nothing written
+  char guard[64];
+  std::memset(guard, 0x77, sizeof guard);
   int pos = 0;
-  int rc = MPI_Unpack(out, 8, &pos, src, 1, committed, MPI_COMM_WORLD);  // input too short
-  EXPECT_NE(rc, MPI_SUCCESS);
+  int rc = MPI_Pack(src, 2, committed, guard, 20, &pos, MPI_COMM_WORLD);  // 64 needed
+  int cls = MPI_SUCCESS;
+  MPI_Error_class(rc, &cls);
+  EXPECT_EQ(cls, MPI_ERR_TRUNCATE);
+  EXPECT_EQ(pos, 0);
+  for (char g : guard) EXPECT_EQ(g, 0x77);
+  rc = MPI_Unpack(out, 8, &pos, src, 1, committed, MPI_COMM_WORLD);  // input too short
+  MPI_Error_class(rc, &cls);
+  EXPECT_EQ(cls, MPI_ERR_TRUNCATE);
 
   // truncated receive
   const int me = rank_of(MPI_COMM_WORLD), n = size_of(MPI_COMM_WORLD);
@@ -206,7 +215,7 @@ TEST(Interposer, ErrorsMatchTheSystemMpi) {
   MPI_Status st;
   rc = MPI_Sendrecv(big, 10, MPI_INT, (me + 1) % n, 3, small, 5, MPI_INT, (me + n - 1) % n, 3,
                     MPI_COMM_WORLD, &st);
-  int cls = MPI_SUCCESS;
+  cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : rc, &cls);
   EXPECT_EQ(cls, MPI_ERR_TRUNCATE);
   MPI_Type_free(&committed);
