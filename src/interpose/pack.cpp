@@ -17,18 +17,18 @@
 #include "type/registry.hpp"
 
 namespace rt = dtmpi::runtime;
-using dtmpi::type::PlanPtr;
+using dtmpi::type::PackPlan;
 
 namespace {
 
 // The plan for `count` elements of `type` moving through a packed buffer at
 // *position (and their byte count), or null if the call must go to the system MPI.
-PlanPtr servable(int count, MPI_Datatype type, const void* user, const void* packed,
+const PackPlan* servable(int count, MPI_Datatype type, const void* user, const void* packed,
                  const int* position, MPI_Comm comm, int64_t* bytes) {
   if (!rt::active() || !rt::config().host_pack) return nullptr;
   if (count <= 0 || position == nullptr || *position < 0 || comm == MPI_COMM_NULL) return nullptr;
   if (user == nullptr || packed == nullptr) return nullptr;  // MPI_BOTTOM etc.: let MPI decide
-  PlanPtr plan = dtmpi::type::find_plan(type);
+  const PackPlan* plan = dtmpi::type::find_plan(type);
   if (!plan) return nullptr;
   *bytes = int64_t{count} * plan->size;
   return plan;
@@ -44,38 +44,32 @@ int report_truncation(MPI_Comm comm) {
 DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
                           int outsize, int* position, MPI_Comm comm) {
   int64_t bytes = 0;
-  PlanPtr plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes);
+  const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes);
   if (plan && *position + bytes > outsize) return report_truncation(comm);
   if (plan) {
-    auto whole = plan->for_count(incount);
-    if (whole) {
-      dtmpi::pack::pack_host(whole.value(), inbuf, static_cast<char*>(outbuf) + *position);
-      *position += static_cast<int>(bytes);
-      rt::count(rt::stats().packs);
-      rt::count(rt::stats().packed_bytes, static_cast<uint64_t>(bytes));
-      return MPI_SUCCESS;
-    }
+    dtmpi::pack::pack_host(*plan, incount, inbuf, static_cast<char*>(outbuf) + *position);
+    *position += static_cast<int>(bytes);
+    rt::count(rt::Counter::kPacks);
+    rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
+    return MPI_SUCCESS;
   }
-  if (rt::active()) rt::count(rt::stats().forwarded);
+  if (rt::active()) rt::count(rt::Counter::kForwarded);
   return REAL(MPI_Pack)(inbuf, incount, datatype, outbuf, outsize, position, comm);
 }
 
 DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm) {
   int64_t bytes = 0;
-  PlanPtr plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes);
+  const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes);
   if (plan && *position + bytes > insize) return report_truncation(comm);
   if (plan) {
-    auto whole = plan->for_count(outcount);
-    if (whole) {
-      dtmpi::pack::unpack_host(whole.value(), static_cast<const char*>(inbuf) + *position, outbuf);
-      *position += static_cast<int>(bytes);
-      rt::count(rt::stats().unpacks);
-      rt::count(rt::stats().packed_bytes, static_cast<uint64_t>(bytes));
-      return MPI_SUCCESS;
-    }
+    dtmpi::pack::unpack_host(*plan, outcount, static_cast<const char*>(inbuf) + *position, outbuf);
+    *position += static_cast<int>(bytes);
+    rt::count(rt::Counter::kUnpacks);
+    rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
+    return MPI_SUCCESS;
   }
-  if (rt::active()) rt::count(rt::stats().forwarded);
+  if (rt::active()) rt::count(rt::Counter::kForwarded);
   return REAL(MPI_Unpack)(inbuf, insize, position, outbuf, outcount, datatype, comm);
 }
 

@@ -11,9 +11,9 @@ DTMPI_EXPORT int MPI_Type_commit(MPI_Datatype* type) {
   int rc = REAL(MPI_Type_commit)(type);
   if (rc != MPI_SUCCESS || !rt::active()) return rc;
   if (dtmpi::type::commit_plan(*type))
-    rt::count(rt::stats().types_planned);
+    rt::count(rt::Counter::kTypesPlanned);
   else
-    rt::count(rt::stats().types_unplanned);
+    rt::count(rt::Counter::kTypesUnplanned);
   return rc;
 }
 

@@ -8,6 +8,7 @@ namespace {
 
 using type::IrregularPlan;
 using type::PackPlan;
+using type::Piece;
 using type::StridedPlan;
 
 // Typemap offsets may be negative and the base may be MPI_BOTTOM (null), so
@@ -16,40 +17,74 @@ inline char* at(const void* base, int64_t off) {
   return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(off));
 }
 
-// One row of n blocks of B bytes, `stride` apart in user memory, contiguous in
-// the packed buffer. B is a compile-time constant for the common small sizes so
-// the copy becomes a few register moves instead of a memcpy call.
-template <bool kPack, int64_t B>
-void copy_row(char* packed, char* user, int64_t n, int64_t stride) {
-  for (int64_t i = 0; i < n; ++i, packed += B, user += stride) {
-    if constexpr (kPack)
-      std::memcpy(packed, user, B);
-    else
-      std::memcpy(user, packed, B);
+// Direction of a copy: kPack reads the user buffer and writes the packed one.
+template <bool kPack>
+inline void move(char* packed, char* user, size_t n) {
+  if constexpr (kPack)
+    std::memcpy(packed, user, n);
+  else
+    std::memcpy(user, packed, n);
+}
+
+// Copies n (1..64) bytes with at most two fixed-size moves that may overlap
+// inside the block: much cheaper than a memcpy call for small odd sizes, and
+// safe for unpack because every byte written belongs to the block.
+template <bool kPack>
+inline void move_small(char* packed, char* user, int64_t n) {
+  const size_t k = static_cast<size_t>(n);
+  if (k >= 32) {
+    move<kPack>(packed, user, 32);
+    move<kPack>(packed + k - 32, user + k - 32, 32);
+  } else if (k >= 16) {
+    move<kPack>(packed, user, 16);
+    move<kPack>(packed + k - 16, user + k - 16, 16);
+  } else if (k >= 8) {
+    move<kPack>(packed, user, 8);
+    move<kPack>(packed + k - 8, user + k - 8, 8);
+  } else if (k >= 4) {
+    move<kPack>(packed, user, 4);
+    move<kPack>(packed + k - 4, user + k - 4, 4);
+  } else {
+    for (size_t i = 0; i < k; ++i) move<kPack>(packed + i, user + i, 1);
   }
 }
 
-template <bool kPack>
-void copy_row_any(char* packed, char* user, int64_t n, int64_t stride, int64_t b) {
-  for (int64_t i = 0; i < n; ++i, packed += b, user += stride) {
-    if constexpr (kPack)
-      std::memcpy(packed, user, static_cast<size_t>(b));
-    else
-      std::memcpy(user, packed, static_cast<size_t>(b));
+// One row of n blocks of B bytes, `stride` apart in user memory, contiguous in
+// the packed buffer. B is a compile-time constant for the common small sizes
+// (the copy becomes register moves) and the loop is unrolled 4x so tiny
+// blocks are not dominated by loop overhead.
+template <bool kPack, int64_t B>
+void copy_row(char* packed, char* user, int64_t n, int64_t stride) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4, packed += 4 * B, user += 4 * stride) {
+    move<kPack>(packed, user, B);
+    move<kPack>(packed + B, user + stride, B);
+    move<kPack>(packed + 2 * B, user + 2 * stride, B);
+    move<kPack>(packed + 3 * B, user + 3 * stride, B);
   }
+  for (; i < n; ++i, packed += B, user += stride) move<kPack>(packed, user, B);
+}
+
+template <bool kPack>
+void copy_row_small(char* packed, char* user, int64_t n, int64_t stride, int64_t b) {
+  for (int64_t i = 0; i < n; ++i, packed += b, user += stride) move_small<kPack>(packed, user, b);
+}
+
+template <bool kPack>
+void copy_row_large(char* packed, char* user, int64_t n, int64_t stride, int64_t b) {
+  for (int64_t i = 0; i < n; ++i, packed += b, user += stride)
+    move<kPack>(packed, user, static_cast<size_t>(b));
 }
 
 template <bool kPack>
 using RowFn = void (*)(char*, char*, int64_t, int64_t);
 
 template <bool kPack>
-RowFn<kPack> row_for(int64_t b) {
+RowFn<kPack> fixed_row(int64_t b) {
   switch (b) {
     case 1: return copy_row<kPack, 1>;
     case 2: return copy_row<kPack, 2>;
-    case 3: return copy_row<kPack, 3>;
     case 4: return copy_row<kPack, 4>;
-    case 6: return copy_row<kPack, 6>;
     case 8: return copy_row<kPack, 8>;
     case 12: return copy_row<kPack, 12>;
     case 16: return copy_row<kPack, 16>;
@@ -68,22 +103,30 @@ char* strided(const StridedPlan& p, const void* user_base, char* packed) {
   if (b == 0) return packed;
   char* user = at(user_base, p.offset);
   if (p.ndims == 0) {
-    if constexpr (kPack)
-      std::memcpy(packed, user, static_cast<size_t>(b));
-    else
-      std::memcpy(user, packed, static_cast<size_t>(b));
+    move<kPack>(packed, user, static_cast<size_t>(b));
     return packed + b;
   }
   const int64_t n0 = p.dims[0].count, s0 = p.dims[0].stride;
-  const RowFn<kPack> row = row_for<kPack>(b);
+  const RowFn<kPack> fixed = fixed_row<kPack>(b);
+  if (p.ndims == 1) {  // the common 2D case: one row, no odometer
+    if (fixed)
+      fixed(packed, user, n0, s0);
+    else if (b <= 64)
+      copy_row_small<kPack>(packed, user, n0, s0, b);
+    else
+      copy_row_large<kPack>(packed, user, n0, s0, b);
+    return packed + n0 * b;
+  }
   int64_t idx[type::kMaxDims] = {};
   int64_t off = 0;  // user offset of the current row
   const int64_t row_bytes = n0 * b;
   for (;;) {
-    if (row)
-      row(packed, user + off, n0, s0);
+    if (fixed)
+      fixed(packed, user + off, n0, s0);
+    else if (b <= 64)
+      copy_row_small<kPack>(packed, user + off, n0, s0, b);
     else
-      copy_row_any<kPack>(packed, user + off, n0, s0, b);
+      copy_row_large<kPack>(packed, user + off, n0, s0, b);
     packed += row_bytes;
     int d = 1;  // odometer over the outer dims
     for (; d < p.ndims; ++d) {
@@ -101,18 +144,20 @@ char* irregular(const IrregularPlan& ip, const void* user_base, char* packed) {
   const StridedPlan& o = ip.outer;
   int64_t idx[type::kMaxDims] = {};
   int64_t off = o.offset;
+  const Piece* const begin = ip.pieces.data();
+  const Piece* const end = begin + ip.pieces.size();
   for (;;) {
-    const uintptr_t base = reinterpret_cast<uintptr_t>(user_base) + static_cast<uintptr_t>(off);
-    for (const auto& piece : ip.pieces) {
-      if (piece.ndims == 0) {  // block-list entry: the common irregular case
-        char* u = at(reinterpret_cast<void*>(base), piece.offset);
-        if constexpr (kPack)
-          std::memcpy(packed, u, static_cast<size_t>(piece.block));
+    char* base = at(user_base, off);
+    for (const Piece* p = begin; p != end; ++p) {
+      if (p->strided < 0) {  // block-list entry: the common irregular case
+        char* u = base + p->offset;
+        if (p->block <= 64)
+          move_small<kPack>(packed, u, p->block);
         else
-          std::memcpy(u, packed, static_cast<size_t>(piece.block));
-        packed += piece.block;
+          move<kPack>(packed, u, static_cast<size_t>(p->block));
+        packed += p->block;
       } else {
-        packed = strided<kPack>(piece, reinterpret_cast<void*>(base), packed);
+        packed = strided<kPack>(ip.strided[static_cast<size_t>(p->strided)], base, packed);
       }
     }
     int d = 0;
@@ -127,29 +172,33 @@ char* irregular(const IrregularPlan& ip, const void* user_base, char* packed) {
 }
 
 template <bool kPack>
-void run(const PackPlan& plan, const void* user, char* packed) {
-  if (plan.is_strided())
-    strided<kPack>(plan.strided(), user, packed);
-  else
-    irregular<kPack>(plan.irregular(), user, packed);
+void run(const PackPlan& plan, int64_t count, const void* user, char* packed) {
+  if (plan.is_strided()) {
+    if (count == 1) {
+      strided<kPack>(plan.strided(), user, packed);
+      return;
+    }
+    StridedPlan whole;  // (dims left uninitialised: only the used ones are written)
+    if (plan.strided_for_count(count, whole)) {  // count folded into the plan
+      strided<kPack>(whole, user, packed);
+      return;
+    }
+    for (int64_t k = 0; k < count; ++k)
+      packed = strided<kPack>(plan.strided(), at(user, k * plan.extent), packed);
+    return;
+  }
+  for (int64_t k = 0; k < count; ++k)
+    packed = irregular<kPack>(plan.irregular(), at(user, k * plan.extent), packed);
 }
 
 }  // namespace
 
-void pack_host(const PackPlan& plan, const void* user, void* packed) {
-  run<true>(plan, user, static_cast<char*>(packed));
+void pack_host(const PackPlan& plan, int64_t count, const void* user, void* packed) {
+  run<true>(plan, count, user, static_cast<char*>(packed));
 }
 
-void unpack_host(const PackPlan& plan, const void* packed, void* user) {
-  run<false>(plan, user, static_cast<char*>(const_cast<void*>(packed)));
-}
-
-void pack_strided(const StridedPlan& p, const void* user, void* packed) {
-  strided<true>(p, user, static_cast<char*>(packed));
-}
-
-void unpack_strided(const StridedPlan& p, const void* packed, void* user) {
-  strided<false>(p, user, static_cast<char*>(const_cast<void*>(packed)));
+void unpack_host(const PackPlan& plan, int64_t count, const void* packed, void* user) {
+  run<false>(plan, count, user, static_cast<char*>(const_cast<void*>(packed)));
 }
 
 }  // namespace dtmpi::pack

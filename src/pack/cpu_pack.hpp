@@ -1,17 +1,14 @@
-// CPU packers for both plan kinds. The plan passed in already covers the whole
-// operation (PackPlan::for_count), so one call moves plan-bytes bytes between
-// the user's buffer (typemap offsets relative to `user`) and a contiguous
-// packed buffer.
+// CPU packers for both plan kinds: `count` elements of a plan (elements
+// plan.extent apart) between the user's buffer (typemap offsets relative to
+// `user`) and a contiguous packed buffer of count * plan.size bytes.
 #pragma once
+#include <cstdint>
+
 #include "type/plan.hpp"
 
 namespace dtmpi::pack {
 
-void pack_host(const type::PackPlan& plan, const void* user, void* packed);
-void unpack_host(const type::PackPlan& plan, const void* packed, void* user);
-
-// The strided kernel alone (also used for each piece of an irregular plan).
-void pack_strided(const type::StridedPlan& p, const void* user, void* packed);
-void unpack_strided(const type::StridedPlan& p, const void* packed, void* user);
+void pack_host(const type::PackPlan& plan, int64_t count, const void* user, void* packed);
+void unpack_host(const type::PackPlan& plan, int64_t count, const void* packed, void* user);
 
 }  // namespace dtmpi::pack

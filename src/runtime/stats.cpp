@@ -1,26 +1,56 @@
 #include "runtime/stats.hpp"
 
+#include <array>
+#include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <vector>
 
 namespace dtmpi::runtime {
+namespace {
 
-Stats& stats() {
-  static Stats s;
-  return s;
+using Block = std::array<std::atomic<uint64_t>, static_cast<size_t>(Counter::kCount)>;
+
+struct AllBlocks {
+  std::mutex mu;
+  std::vector<Block*> blocks;  // one per thread that ever counted; never freed
+};
+
+AllBlocks& all() {
+  static AllBlocks* a = new AllBlocks;
+  return *a;
+}
+
+Block* register_thread() {
+  auto* b = new Block{};
+  std::lock_guard lock(all().mu);
+  all().blocks.push_back(b);
+  return b;
+}
+
+}  // namespace
+
+void count(Counter c, uint64_t n) {
+  thread_local Block* mine = register_thread();
+  auto& slot = (*mine)[static_cast<size_t>(c)];
+  slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+uint64_t total(Counter c) {
+  std::lock_guard lock(all().mu);
+  uint64_t sum = 0;
+  for (auto* b : all().blocks) sum += (*b)[static_cast<size_t>(c)].load(std::memory_order_relaxed);
+  return sum;
 }
 
 std::string format_stats() {
-  const Stats& s = stats();
+  auto v = [](Counter c) { return static_cast<unsigned long long>(total(c)); };
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu by dtmpi "
                 "(%llu bytes), %llu passed through",
-                static_cast<unsigned long long>(s.types_planned.load()),
-                static_cast<unsigned long long>(s.types_unplanned.load()),
-                static_cast<unsigned long long>(s.packs.load()),
-                static_cast<unsigned long long>(s.unpacks.load()),
-                static_cast<unsigned long long>(s.packed_bytes.load()),
-                static_cast<unsigned long long>(s.forwarded.load()));
+                v(Counter::kTypesPlanned), v(Counter::kTypesUnplanned), v(Counter::kPacks),
+                v(Counter::kUnpacks), v(Counter::kPackedBytes), v(Counter::kForwarded));
   return buf;
 }
 

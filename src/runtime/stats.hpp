@@ -1,25 +1,24 @@
-// Counters of what dtmpi did, cheap enough for hot paths (relaxed atomics).
+// Counters of what dtmpi did. Each thread bumps its own copy with plain
+// (non-RMW) relaxed atomic stores, so counting costs no locked instruction on
+// the hot path; totals sum every thread's copy.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <string>
 
 namespace dtmpi::runtime {
 
-struct Stats {
-  std::atomic<uint64_t> types_planned{0};    // commits that produced a plan
-  std::atomic<uint64_t> types_unplanned{0};  // commits left to the system MPI
-  std::atomic<uint64_t> packs{0};            // MPI_Pack served by dtmpi
-  std::atomic<uint64_t> unpacks{0};          // MPI_Unpack served by dtmpi
-  std::atomic<uint64_t> forwarded{0};        // pack/unpack calls passed through
-  std::atomic<uint64_t> packed_bytes{0};
+enum class Counter : int {
+  kTypesPlanned,    // commits that produced a plan
+  kTypesUnplanned,  // commits left to the system MPI
+  kPacks,           // MPI_Pack served by dtmpi
+  kUnpacks,         // MPI_Unpack served by dtmpi
+  kForwarded,       // pack/unpack calls passed through
+  kPackedBytes,
+  kCount
 };
 
-Stats& stats();
+void count(Counter c, uint64_t n = 1);
+uint64_t total(Counter c);
 std::string format_stats();
-
-inline void count(std::atomic<uint64_t>& c, uint64_t n = 1) {
-  c.fetch_add(n, std::memory_order_relaxed);
-}
 
 }  // namespace dtmpi::runtime

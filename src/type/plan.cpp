@@ -33,25 +33,18 @@ int64_t IrregularPlan::outer_count() const {
   return n;
 }
 
-Result<PackPlan> PackPlan::for_count(int64_t count) const {
-  PackPlan p = *this;
-  if (count == 1) return p;
+bool PackPlan::strided_for_count(int64_t count, StridedPlan& out) const {
+  const StridedPlan& s = strided();
+  out.offset = s.offset;  // copy only the dims in use: this is on the hot path
+  out.block = s.block;
+  out.ndims = s.ndims;
+  for (int d = 0; d < s.ndims; ++d) out.dims[d] = s.dims[d];
   if (count == 0) {
-    p.layout = StridedPlan{};
-    return p;
+    out = StridedPlan{};
+    return true;
   }
-  bool ok;
-  if (p.is_strided()) {
-    auto& s = std::get<0>(p.layout);
-    if (s.block == 0) return p;
-    ok = s.repeat(count, extent);
-  } else {
-    auto& outer = std::get<1>(p.layout).outer;
-    ok = outer.ndims < kMaxDims;
-    if (ok) outer.dims[outer.ndims++] = Dim{count, extent};
-  }
-  if (!ok) return Error{kErrTooLarge, "too many dims for count"};
-  return p;
+  if (out.block == 0) return true;
+  return out.repeat(count, extent);
 }
 
 namespace {
@@ -79,20 +72,29 @@ const TypeIR* strided_chain(const TypeIR& n, StridedPlan& sp, bool& too_deep) {
   return cur;
 }
 
-Status flatten(const TypeIR& n, int64_t base, std::vector<StridedPlan>& out) {
+struct PieceList {
+  std::vector<Piece> pieces;
+  std::vector<StridedPlan> strided;
+};
+
+Status flatten(const TypeIR& n, int64_t base, PieceList& out) {
   StridedPlan sp;
   bool too_deep = false;
   const TypeIR* end = strided_chain(n, sp, too_deep);
   if (too_deep) return Error{kErrTooLarge, "plan deeper than kMaxDims"};
   if (end->kind == Kind::Dense) {
     sp.offset += base;
-    if (!out.empty() && out.back().ndims == 0 && sp.ndims == 0 &&
-        out.back().offset + out.back().block == sp.offset) {
-      out.back().block += sp.block;
+    auto& ps = out.pieces;
+    if (sp.ndims == 0) {
+      if (!ps.empty() && ps.back().strided < 0 && ps.back().offset + ps.back().block == sp.offset)
+        ps.back().block += sp.block;  // touching blocks merge
+      else
+        ps.push_back(Piece{sp.offset, sp.block, -1});
     } else {
-      out.push_back(sp);
+      ps.push_back(Piece{sp.offset, sp.block, static_cast<int32_t>(out.strided.size())});
+      out.strided.push_back(sp);
     }
-    if (static_cast<int64_t>(out.size()) > kMaxPieces)
+    if (static_cast<int64_t>(ps.size()) > kMaxPieces)
       return Error{kErrTooLarge, "irregular plan has too many pieces"};
     return ok_status();
   }
@@ -127,16 +129,20 @@ Result<PackPlan> compile_plan(const TypeIR& canonical) {
   ip.outer = chain;
   ip.outer.offset = chain.offset - end->off;  // the Seq's own offset goes to the pieces
   ip.outer.block = 0;
-  DTMPI_TRY(flatten(*end, 0, ip.pieces));
+  PieceList list;
+  DTMPI_TRY(flatten(*end, 0, list));
+  ip.pieces = std::move(list.pieces);
+  ip.strided = std::move(list.strided);
   int64_t at = 0;
   ip.piece_start.reserve(ip.pieces.size());
   for (const auto& p : ip.pieces) {
     ip.piece_start.push_back(at);
-    at += p.bytes();
+    at += ip.piece_bytes(p);
   }
   ip.body_bytes = at;
   if (ip.pieces.size() == 1) {  // one piece under a chain: strided after all
-    StridedPlan s = ip.pieces.front();
+    const Piece& p = ip.pieces.front();
+    StridedPlan s = p.strided < 0 ? StridedPlan{p.offset, p.block, 0, {}} : ip.strided.front();
     s.offset += ip.outer.offset;
     for (int d = 0; d < ip.outer.ndims; ++d)
       if (!s.repeat(ip.outer.dims[d].count, ip.outer.dims[d].stride))
@@ -168,8 +174,9 @@ Bounds touched_bounds(const PackPlan& plan) {
   bool any = false;
   Bounds body{0, 0};
   for (const auto& p : ip.pieces) {
-    if (p.bytes() == 0) continue;
-    Bounds b = strided_bounds(p);
+    if (ip.piece_bytes(p) == 0) continue;
+    Bounds b = p.strided < 0 ? Bounds{p.offset, p.offset + p.block}
+                             : strided_bounds(ip.strided[static_cast<size_t>(p.strided)]);
     body = any ? Bounds{std::min(body.lo, b.lo), std::max(body.hi, b.hi)} : b;
     any = true;
   }
@@ -201,8 +208,12 @@ std::string describe(const PackPlan& plan) {
     os << ", " << ip.pieces.size() << " pieces, " << ip.body_bytes << " B per body:";
     const size_t shown = ip.pieces.size() < 6 ? ip.pieces.size() : 6;
     for (size_t i = 0; i < shown; ++i) {
+      const Piece& p = ip.pieces[i];
       os << " (";
-      describe_strided(os, ip.pieces[i]);
+      if (p.strided < 0)
+        os << "offset=" << p.offset << " block=" << p.block;
+      else
+        describe_strided(os, ip.strided[static_cast<size_t>(p.strided)]);
       os << ")";
     }
     if (shown < ip.pieces.size()) os << " ...";

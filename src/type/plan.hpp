@@ -43,14 +43,26 @@ struct StridedPlan {
   bool repeat(int64_t count, int64_t stride);
 };
 
+// One entry of an irregular plan's block list: a single block, or (when
+// `strided` >= 0) the multi-block StridedPlan IrregularPlan::strided[strided].
+struct Piece {
+  int64_t offset;        // first byte, relative to the outer position
+  int64_t block;         // bytes per block
+  int32_t strided = -1;
+};
+
 struct IrregularPlan {
   StridedPlan outer;                // offset + dims of the repetition; block unused
-  std::vector<StridedPlan> pieces;  // offsets relative to each outer position
+  std::vector<Piece> pieces;        // in pack order
+  std::vector<StridedPlan> strided; // the multi-block pieces' full plans
   std::vector<int64_t> piece_start; // packed offset of each piece in one body
   int64_t body_bytes = 0;
 
   int64_t outer_count() const;
   int64_t bytes() const { return body_bytes * outer_count(); }
+  int64_t piece_bytes(const Piece& p) const {
+    return p.strided < 0 ? p.block : strided[static_cast<size_t>(p.strided)].bytes();
+  }
 };
 
 struct PackPlan {
@@ -62,8 +74,9 @@ struct PackPlan {
   bool is_strided() const { return layout.index() == 0; }
   const StridedPlan& strided() const { return std::get<0>(layout); }
   const IrregularPlan& irregular() const { return std::get<1>(layout); }
-  // `count` elements as one plan (elements `extent` apart).
-  Result<PackPlan> for_count(int64_t count) const;
+  // `count` elements of a strided plan as one StridedPlan (elements `extent`
+  // apart); false if that needs more than kMaxDims dims.
+  bool strided_for_count(int64_t count, StridedPlan& out) const;
 };
 
 // First and one-past-last byte offset the plan touches (for one element);

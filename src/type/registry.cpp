@@ -1,5 +1,6 @@
 #include "type/registry.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -12,6 +13,7 @@ namespace {
 
 struct Registry {
   std::shared_mutex mu;
+  std::atomic<uint64_t> generation{1};  // bumped by every change of `plans`
   std::unordered_map<MPI_Datatype, PlanPtr> plans;
   int keyval = MPI_KEYVAL_INVALID;
   std::once_flag keyval_once;
@@ -43,7 +45,20 @@ void store(MPI_Datatype t, PlanPtr p) {
   auto& r = reg();
   std::unique_lock lock(r.mu);
   r.plans[t] = std::move(p);
+  r.generation.fetch_add(1, std::memory_order_release);
 }
+
+// Per-thread memo of the last lookups, valid while the generation is unchanged.
+struct ThreadCache {
+  static constexpr int kWays = 4;
+  struct Entry {
+    MPI_Datatype type{};
+    uint64_t generation = 0;
+    PlanPtr plan;
+  } entries[kWays];
+  int next = 0;
+};
+thread_local ThreadCache t_cache;
 
 }  // namespace
 
@@ -61,15 +76,28 @@ PlanPtr commit_plan(MPI_Datatype t) {
   return p;
 }
 
-PlanPtr find_plan(MPI_Datatype t) {
+PlanPtr find_plan_shared(MPI_Datatype t) {
   auto& r = reg();
   std::shared_lock lock(r.mu);
   auto it = r.plans.find(t);
   return it == r.plans.end() ? nullptr : it->second;
 }
 
+const PackPlan* find_plan(MPI_Datatype t) {
+  const uint64_t gen = reg().generation.load(std::memory_order_acquire);
+  auto& c = t_cache;
+  for (auto& e : c.entries)
+    if (e.generation == gen && e.type == t) return e.plan.get();
+  auto& e = c.entries[c.next];
+  c.next = (c.next + 1) % ThreadCache::kWays;
+  e.plan = find_plan_shared(t);
+  e.type = t;
+  e.generation = gen;
+  return e.plan.get();
+}
+
 void share_plan(MPI_Datatype orig, MPI_Datatype dup) {
-  PlanPtr p = find_plan(orig);
+  PlanPtr p = find_plan_shared(orig);
   if (!p) return;
   watch(dup);
   store(dup, std::move(p));
@@ -78,13 +106,14 @@ void share_plan(MPI_Datatype orig, MPI_Datatype dup) {
 void forget_plan(MPI_Datatype t) {
   auto& r = reg();
   std::unique_lock lock(r.mu);
-  r.plans.erase(t);
+  if (r.plans.erase(t)) r.generation.fetch_add(1, std::memory_order_release);
 }
 
 void forget_all_plans() {
   auto& r = reg();
   std::unique_lock lock(r.mu);
   r.plans.clear();
+  r.generation.fetch_add(1, std::memory_order_release);
 }
 
 size_t cached_plan_count() {

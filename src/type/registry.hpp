@@ -17,8 +17,12 @@ using PlanPtr = std::shared_ptr<const PackPlan>;
 // Builds and caches the plan of a committed type. Returns null (and caches
 // nothing) when the engine cannot plan it: callers then use the system MPI.
 PlanPtr commit_plan(MPI_Datatype t);
-// The cached plan, or null. Cheap: one shared-lock hash lookup.
-PlanPtr find_plan(MPI_Datatype t);
+// The cached plan, or null; the pointer stays valid for the calling thread
+// until its next lookup (a thread-local cache holds a reference). The hot-path
+// cost is a thread-local compare and one load of a generation counter.
+const PackPlan* find_plan(MPI_Datatype t);
+// The cached plan as a reference the caller can keep (for asynchronous work).
+PlanPtr find_plan_shared(MPI_Datatype t);
 // Gives `dup` the plan of `orig` (MPI_Type_dup of a committed type is committed).
 void share_plan(MPI_Datatype orig, MPI_Datatype dup);
 void forget_plan(MPI_Datatype t);

@@ -155,7 +155,7 @@ TEST(Canonicalize, RandomTreesKeepThePackedStream) {
     std::vector<unsigned char> want, got(static_cast<size_t>(dtmpi::type::packed_size(ir)) + 1);
     for (auto [o, l] : before)
       for (int64_t k = 0; k < l; ++k) want.push_back(src[o + k - lo]);
-    dtmpi::pack::pack_host(plan.value(), src.data() - lo, got.data());
+    dtmpi::pack::pack_host(plan.value(), 1, src.data() - lo, got.data());
     got.resize(want.size());
     ASSERT_EQ(got, want) << "seed " << seed << " iter " << iter << "\n" << to_string(ir);
   }
