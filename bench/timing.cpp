@@ -6,28 +6,49 @@
 
 namespace dtmpi::bench {
 
-Timing time_op(const std::function<void()>& op, double min_sample_s, int samples) {
-  using clock = std::chrono::steady_clock;
-  auto seconds = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+namespace {
+using clock = std::chrono::steady_clock;
+double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Repetitions so that one sample of `op` lasts at least min_sample_s.
+long calibrate(const std::function<void()>& op, double min_sample_s) {
   op();  // warm-up (page faults, caches)
-  // calibrate repetitions so one sample lasts at least min_sample_s
   long reps = 1;
   for (;;) {
     auto t0 = clock::now();
     for (long i = 0; i < reps; ++i) op();
     double dt = seconds(clock::now() - t0);
-    if (dt >= min_sample_s || reps > (1L << 30)) break;
+    if (dt >= min_sample_s || reps > (1L << 30)) return reps;
     reps = dt > 0 ? std::max(reps * 2, static_cast<long>(reps * min_sample_s / dt * 1.2)) : reps * 10;
   }
-  std::vector<double> per_op;
-  for (int s = 0; s < samples; ++s) {
-    auto t0 = clock::now();
-    for (long i = 0; i < reps; ++i) op();
-    per_op.push_back(seconds(clock::now() - t0) / static_cast<double>(reps));
-  }
+}
+
+Timing summarize(std::vector<double> per_op) {
   std::sort(per_op.begin(), per_op.end());
   const double med = per_op[per_op.size() / 2];
   return Timing{med, med > 0 ? (per_op.back() - per_op.front()) / med : 0.0};
+}
+}  // namespace
+
+std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& ops,
+                                     double min_sample_s, int samples) {
+  std::vector<long> reps;
+  for (const auto& op : ops) reps.push_back(calibrate(op, min_sample_s));
+  std::vector<std::vector<double>> per_op(ops.size());
+  for (int s = 0; s < samples; ++s) {
+    for (size_t k = 0; k < ops.size(); ++k) {
+      auto t0 = clock::now();
+      for (long i = 0; i < reps[k]; ++i) ops[k]();
+      per_op[k].push_back(seconds(clock::now() - t0) / static_cast<double>(reps[k]));
+    }
+  }
+  std::vector<Timing> out;
+  for (auto& v : per_op) out.push_back(summarize(std::move(v)));
+  return out;
+}
+
+Timing time_op(const std::function<void()>& op, double min_sample_s, int samples) {
+  return time_interleaved({op}, min_sample_s, samples).front();
 }
 
 }  // namespace dtmpi::bench

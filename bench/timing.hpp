@@ -2,6 +2,7 @@
 // measured well (>= min_sample_s), reporting the median time per operation.
 #pragma once
 #include <functional>
+#include <vector>
 
 namespace dtmpi::bench {
 
@@ -11,5 +12,11 @@ struct Timing {
 };
 
 Timing time_op(const std::function<void()>& op, double min_sample_s = 0.02, int samples = 5);
+
+// Several operations measured in alternation (sample k of every op before
+// sample k+1 of any), so that slow drifts of the machine (other tenants,
+// frequency) hit all of them alike; returns one Timing per op.
+std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& ops,
+                                     double min_sample_s = 0.02, int samples = 7);
 
 }  // namespace dtmpi::bench

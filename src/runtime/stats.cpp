@@ -31,7 +31,7 @@ Block* register_thread() {
 }  // namespace
 
 void count(Counter c, uint64_t n) {
-  thread_local Block* mine = register_thread();
+  __attribute__((tls_model("initial-exec"))) thread_local Block* mine = register_thread();
   auto& slot = (*mine)[static_cast<size_t>(c)];
   slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }

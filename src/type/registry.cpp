@@ -58,7 +58,8 @@ struct ThreadCache {
   } entries[kWays];
   int next = 0;
 };
-thread_local ThreadCache t_cache;
+// initial-exec: no __tls_get_addr call on the hot path (libdtmpi is loaded at start)
+__attribute__((tls_model("initial-exec"))) thread_local ThreadCache t_cache;
 
 }  // namespace
 
