@@ -1,16 +1,19 @@
-// MPI_Pack / MPI_Unpack / MPI_Pack_size on host memory. dtmpi serves a call
-// only when it is valid and the type has a plan; anything questionable goes to
-// the system MPI, which then reports the error class it always reports,
-// through the communicator's error handler. One exception: a packed buffer
-// too small for a planned type is reported by dtmpi itself (MPI_ERR_TRUNCATE,
-// Open MPI's class), because some system MPIs (Debian's MPICH 4.0) do not
-// check and write past the buffer.
+// MPI_Pack / MPI_Unpack / MPI_Pack_size. dtmpi serves a call when it is valid
+// and the type has a plan: on host memory with the CPU packer, and whenever
+// either buffer is GPU memory with the GPU packers (the system MPI may not be
+// CUDA-aware). Anything questionable goes to the system MPI, which then reports
+// the error class it always reports, through the communicator's error handler.
+// One exception: a packed buffer too small for a planned type is reported by
+// dtmpi itself (MPI_ERR_TRUNCATE, Open MPI's class), because some system MPIs
+// (Debian's MPICH 4.0) do not check and write past the buffer.
 #include <climits>
 #include <cstdint>
 
+#include "base/log.hpp"
 #include "interpose/export.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
+#include "runtime/gpu.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/stats.hpp"
@@ -24,8 +27,8 @@ namespace {
 // The plan for `count` elements of `type` moving through a packed buffer at
 // *position (and their byte count), or null if the call must go to the system MPI.
 const PackPlan* servable(int count, MPI_Datatype type, const void* user, const void* packed,
-                 const int* position, MPI_Comm comm, int64_t* bytes) {
-  if (!rt::active() || !rt::config().host_pack) return nullptr;
+                         const int* position, MPI_Comm comm, int64_t* bytes) {
+  if (!rt::active()) return nullptr;
   if (count <= 0 || position == nullptr || *position < 0 || comm == MPI_COMM_NULL) return nullptr;
   if (user == nullptr || packed == nullptr) return nullptr;  // MPI_BOTTOM etc.: let MPI decide
   const PackPlan* plan = dtmpi::type::find_plan(type);
@@ -34,9 +37,40 @@ const PackPlan* servable(int count, MPI_Datatype type, const void* user, const v
   return plan;
 }
 
-int report_truncation(MPI_Comm comm) {
-  PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
-  return MPI_ERR_TRUNCATE;
+int raise(MPI_Comm comm, int code) {
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+enum class Direction { kPack, kUnpack };
+constexpr int kPassThrough = -1;  // serve(): the system MPI should do this call
+
+// Moves the bytes of one served call. Returns an MPI error code or kPassThrough.
+int serve(Direction dir, const PackPlan& plan, int count, const void* user, void* packed,
+          int64_t bytes, MPI_Comm comm) {
+  if (rt::gpu_enabled()) {
+    const rt::PointerInfo ui = rt::pointer_info(user), pi = rt::pointer_info(packed);
+    if (rt::on_gpu(ui) || rt::on_gpu(pi)) {
+      auto st = dir == Direction::kPack ? rt::gpu_pack(plan, count, user, ui, packed, pi)
+                                        : rt::gpu_unpack(plan, count, packed, pi, const_cast<void*>(user), ui);
+      if (!st) {
+        DTMPI_LOG(kError, "%s on GPU memory failed: %s", dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack",
+                  st.error().what.c_str());
+        return raise(comm, MPI_ERR_OTHER);
+      }
+      rt::count(rt::Counter::kGpuPacks);
+      rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
+      return MPI_SUCCESS;
+    }
+  }
+  if (!rt::config().host_pack) return kPassThrough;
+  if (dir == Direction::kPack)
+    dtmpi::pack::pack_host(plan, count, user, packed);
+  else
+    dtmpi::pack::unpack_host(plan, count, packed, const_cast<void*>(user));
+  rt::count(dir == Direction::kPack ? rt::Counter::kPacks : rt::Counter::kUnpacks);
+  rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
+  return MPI_SUCCESS;
 }
 
 }  // namespace
@@ -44,14 +78,12 @@ int report_truncation(MPI_Comm comm) {
 DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
                           int outsize, int* position, MPI_Comm comm) {
   int64_t bytes = 0;
-  const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes);
-  if (plan && *position + bytes > outsize) return report_truncation(comm);
-  if (plan) {
-    dtmpi::pack::pack_host(*plan, incount, inbuf, static_cast<char*>(outbuf) + *position);
-    *position += static_cast<int>(bytes);
-    rt::count(rt::Counter::kPacks);
-    rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
-    return MPI_SUCCESS;
+  if (const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes)) {
+    if (*position + bytes > outsize) return raise(comm, MPI_ERR_TRUNCATE);
+    int rc = serve(Direction::kPack, *plan, incount, inbuf, static_cast<char*>(outbuf) + *position,
+                   bytes, comm);
+    if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
+    if (rc != kPassThrough) return rc;
   }
   if (rt::active()) rt::count(rt::Counter::kForwarded);
   return REAL(MPI_Pack)(inbuf, incount, datatype, outbuf, outsize, position, comm);
@@ -60,21 +92,19 @@ DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype,
 DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm) {
   int64_t bytes = 0;
-  const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes);
-  if (plan && *position + bytes > insize) return report_truncation(comm);
-  if (plan) {
-    dtmpi::pack::unpack_host(*plan, outcount, static_cast<const char*>(inbuf) + *position, outbuf);
-    *position += static_cast<int>(bytes);
-    rt::count(rt::Counter::kUnpacks);
-    rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
-    return MPI_SUCCESS;
+  if (const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes)) {
+    if (*position + bytes > insize) return raise(comm, MPI_ERR_TRUNCATE);
+    int rc = serve(Direction::kUnpack, *plan, outcount, outbuf,
+                   const_cast<char*>(static_cast<const char*>(inbuf)) + *position, bytes, comm);
+    if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
+    if (rc != kPassThrough) return rc;
   }
   if (rt::active()) rt::count(rt::Counter::kForwarded);
   return REAL(MPI_Unpack)(inbuf, insize, position, outbuf, outcount, datatype, comm);
 }
 
 DTMPI_EXPORT int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
-  // The system MPI's bound is valid for dtmpi's packer too (which writes
+  // The system MPI's bound is valid for dtmpi's packers too (which write
   // exactly count * type size bytes), so the answer is always the system's.
   return REAL(MPI_Pack_size)(incount, datatype, comm, size);
 }

@@ -6,6 +6,7 @@
 
 #include "base/log.hpp"
 #include "runtime/config.hpp"
+#include "runtime/gpu.hpp"
 #include "runtime/stats.hpp"
 #include "type/registry.hpp"
 
@@ -29,8 +30,10 @@ void on_mpi_finalizing() {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     std::fprintf(stderr, "[dtmpi stats rank %d] %s\n", rank, format_stats().c_str());
+    if (gpu_enabled()) std::fprintf(stderr, "[dtmpi stats rank %d] pools: %s\n", rank, gpu_pool_stats().c_str());
   }
   type::forget_all_plans();
+  release_gpu_resources();
 }
 
 }  // namespace dtmpi::runtime

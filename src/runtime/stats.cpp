@@ -47,10 +47,10 @@ std::string format_stats() {
   auto v = [](Counter c) { return static_cast<unsigned long long>(total(c)); };
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu by dtmpi "
-                "(%llu bytes), %llu passed through",
+                "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu, with GPU "
+                "buffers %llu by dtmpi (%llu bytes), %llu passed through",
                 v(Counter::kTypesPlanned), v(Counter::kTypesUnplanned), v(Counter::kPacks),
-                v(Counter::kUnpacks), v(Counter::kPackedBytes), v(Counter::kForwarded));
+                v(Counter::kUnpacks), v(Counter::kGpuPacks), v(Counter::kPackedBytes), v(Counter::kForwarded));
   return buf;
 }
 

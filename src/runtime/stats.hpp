@@ -12,6 +12,7 @@ enum class Counter : int {
   kTypesUnplanned,  // commits left to the system MPI
   kPacks,           // MPI_Pack served by dtmpi
   kUnpacks,         // MPI_Unpack served by dtmpi
+  kGpuPacks,        // MPI_Pack/MPI_Unpack with a GPU buffer served by dtmpi
   kForwarded,       // pack/unpack calls passed through
   kPackedBytes,
   kCount

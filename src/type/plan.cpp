@@ -33,6 +33,17 @@ int64_t IrregularPlan::outer_count() const {
   return n;
 }
 
+PlanAttachment* AttachmentSlots::get_or_make(
+    int key, const std::function<std::unique_ptr<PlanAttachment>()>& make) {
+  std::lock_guard lock(mu_);
+  for (auto& [k, a] : items_)
+    if (k == key) return a.get();
+  auto a = make();
+  PlanAttachment* raw = a.get();
+  if (raw) items_.emplace_back(key, std::move(a));
+  return raw;
+}
+
 bool PackPlan::strided_for_count(int64_t count, StridedPlan& out) const {
   const StridedPlan& s = strided();
   out.offset = s.offset;  // copy only the dims in use: this is on the hot path

@@ -11,6 +11,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -65,11 +68,29 @@ struct IrregularPlan {
   }
 };
 
+// Data a packer attaches to a plan and that lives as long as the plan (e.g. an
+// irregular plan's block list uploaded to one GPU). The type layer only stores
+// it; packers define what it is.
+struct PlanAttachment {
+  virtual ~PlanAttachment() = default;
+};
+
+class AttachmentSlots {
+ public:
+  // The attachment under `key`, made by `make` on first use (thread-safe).
+  PlanAttachment* get_or_make(int key, const std::function<std::unique_ptr<PlanAttachment>()>& make);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<int, std::unique_ptr<PlanAttachment>>> items_;
+};
+
 struct PackPlan {
   int64_t size = 0;    // packed bytes of one element (MPI_Type_size)
   int64_t lb = 0;      // MPI lb and extent: where element k+1 starts
   int64_t extent = 0;
   std::variant<StridedPlan, IrregularPlan> layout;
+  std::shared_ptr<AttachmentSlots> attachments = std::make_shared<AttachmentSlots>();
 
   bool is_strided() const { return layout.index() == 0; }
   const StridedPlan& strided() const { return std::get<0>(layout); }

@@ -1,0 +1,261 @@
+// GPU runtime (CUDA builds): pointer classification with a range cache,
+// per-device streams and pools, and the orchestration of MPI_Pack/MPI_Unpack
+// between any pair of memories.
+#include "runtime/gpu.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+
+#include "base/cuda_check.hpp"
+#include "base/log.hpp"
+#include "pack/cpu_pack.hpp"
+#include "pack/gpu_pack.hpp"
+#include "runtime/buffer_pool.hpp"
+#include "runtime/config.hpp"
+
+namespace dtmpi::runtime {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+struct Gpu {
+  bool enabled = false;
+  int ndevices = 0;
+  // the driver's cuPointerGetAttribute, for allocation ranges (dlopen'ed: a
+  // link-time dependency on libcuda would stop the library loading without a driver)
+  decltype(&cuPointerGetAttribute) get_attr = nullptr;
+
+  std::shared_mutex ranges_mu;
+  struct Range {
+    uintptr_t end;
+    PointerInfo info;
+  };
+  std::map<uintptr_t, Range> ranges;  // start -> range, CUDA allocations only
+
+  std::mutex mu;  // guards lazy creation below
+  cudaStream_t streams[kMaxDevices] = {};
+  std::unique_ptr<BufferPool> device_pools[kMaxDevices];
+  std::unique_ptr<BufferPool> pinned_pool;
+};
+
+Gpu& gpu() {
+  static Gpu* g = [] {
+    auto* s = new Gpu;  // never destroyed: CUDA may be torn down before static destructors
+    if (config().cuda == "off") return s;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+      cudaGetLastError();
+      return s;
+    }
+    s->ndevices = n < kMaxDevices ? n : kMaxDevices;
+    s->enabled = true;
+    if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD))
+      s->get_attr = reinterpret_cast<decltype(&cuPointerGetAttribute)>(dlsym(lib, "cuPointerGetAttribute"));
+    else if (void* lib2 = dlopen("libcuda.so.1", RTLD_NOW))
+      s->get_attr = reinterpret_cast<decltype(&cuPointerGetAttribute)>(dlsym(lib2, "cuPointerGetAttribute"));
+    return s;
+  }();
+  return *g;
+}
+
+Result<cudaStream_t> stream_for(int device) {
+  Gpu& g = gpu();
+  std::lock_guard lock(g.mu);
+  if (!g.streams[device]) {
+    // our own non-blocking stream: never the legacy default stream
+    DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], cudaStreamNonBlocking));
+  }
+  return g.streams[device];
+}
+
+BufferPool& device_pool(int device) {
+  Gpu& g = gpu();
+  std::lock_guard lock(g.mu);
+  if (!g.device_pools[device])
+    g.device_pools[device] = std::make_unique<BufferPool>(BufferPool::Kind::kDevice, device);
+  return *g.device_pools[device];
+}
+
+BufferPool& pinned_pool() {
+  Gpu& g = gpu();
+  std::lock_guard lock(g.mu);
+  if (!g.pinned_pool) g.pinned_pool = std::make_unique<BufferPool>(BufferPool::Kind::kPinnedHost, -1);
+  return *g.pinned_pool;
+}
+
+// Makes `device` current for the scope, restoring the application's choice.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&prev_) == cudaSuccess && prev_ != device && cudaSetDevice(device) == cudaSuccess)
+      restore_ = true;
+  }
+  ~DeviceScope() {
+    if (restore_) cudaSetDevice(prev_);
+  }
+
+ private:
+  int prev_ = 0;
+  bool restore_ = false;
+};
+
+PointerInfo query(const void* p) {
+  PointerInfo info;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return info;
+  }
+  switch (a.type) {
+    case cudaMemoryTypeDevice: info.kind = MemKind::kDevice; break;
+    case cudaMemoryTypeManaged: info.kind = MemKind::kManaged; break;
+    case cudaMemoryTypeHost: info.kind = MemKind::kPinnedHost; break;
+    default: return info;  // unregistered host memory
+  }
+  info.device = a.device;
+  if (info.kind == MemKind::kPinnedHost) info.device_ptr = a.devicePointer;
+  return info;
+}
+
+}  // namespace
+
+bool gpu_enabled() { return gpu().enabled; }
+
+
+PointerInfo pointer_info(const void* p) {
+  Gpu& g = gpu();
+  if (!g.enabled || p == nullptr) return PointerInfo{};
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  {
+    std::shared_lock lock(g.ranges_mu);
+    auto it = g.ranges.upper_bound(addr);
+    if (it != g.ranges.begin()) {
+      --it;
+      if (addr < it->second.end) {
+        PointerInfo info = it->second.info;
+        if (info.device_ptr)  // same offset into the mapped range
+          info.device_ptr = static_cast<char*>(info.device_ptr) + (addr - it->first);
+        return info;
+      }
+    }
+  }
+  PointerInfo info = query(p);
+  if (info.kind == MemKind::kHost || !g.get_attr) return info;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  if (g.get_attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, reinterpret_cast<CUdeviceptr>(p)) ==
+          CUDA_SUCCESS &&
+      g.get_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, reinterpret_cast<CUdeviceptr>(p)) ==
+          CUDA_SUCCESS &&
+      size > 0) {
+    PointerInfo at_start = info;
+    if (at_start.device_ptr)
+      at_start.device_ptr = static_cast<char*>(info.device_ptr) - (addr - static_cast<uintptr_t>(start));
+    std::unique_lock lock(g.ranges_mu);
+    // a new allocation replaces any stale range it overlaps (freed and reused addresses)
+    auto lo = g.ranges.lower_bound(static_cast<uintptr_t>(start));
+    while (lo != g.ranges.end() && lo->first < static_cast<uintptr_t>(start) + size) lo = g.ranges.erase(lo);
+    g.ranges[static_cast<uintptr_t>(start)] = Gpu::Range{static_cast<uintptr_t>(start) + size, at_start};
+  }
+  return info;
+}
+
+Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                void* packed, const PointerInfo& pi) {
+  const int64_t bytes = count * plan.size;
+  if (!on_gpu(ui)) {  // host data into a device buffer: CPU pack into pinned, then copy
+    DeviceScope scope(pi.device);
+    auto s = stream_for(pi.device);
+    if (!s) return s.error();
+    auto staging = pinned_pool().acquire(static_cast<size_t>(bytes));
+    if (!staging) return staging.error();
+    PoolLease lease(pinned_pool(), staging.value());
+    pack::pack_host(plan, count, user, lease.get());
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s.value()));
+    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    return ok_status();
+  }
+  DeviceScope scope(ui.device);
+  auto s = stream_for(ui.device);
+  if (!s) return s.error();
+  void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed, or mapped pinned
+  if (direct) {
+    DTMPI_TRY(pack::pack_device(plan, count, user, direct, ui.device, s.value()));
+    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    return ok_status();
+  }
+  // pageable host destination: pack on the device, then one copy
+  auto tmp = device_pool(ui.device).acquire(static_cast<size_t>(bytes));
+  if (!tmp) return tmp.error();
+  PoolLease lease(device_pool(ui.device), tmp.value());
+  DTMPI_TRY(pack::pack_device(plan, count, user, lease.get(), ui.device, s.value()));
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s.value()));
+  DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+  return ok_status();
+}
+
+Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed, const PointerInfo& pi,
+                  void* user, const PointerInfo& ui) {
+  const int64_t bytes = count * plan.size;
+  if (!on_gpu(ui)) {  // device bytes into host data: copy to pinned, then CPU unpack
+    DeviceScope scope(pi.device);
+    auto s = stream_for(pi.device);
+    if (!s) return s.error();
+    auto staging = pinned_pool().acquire(static_cast<size_t>(bytes));
+    if (!staging) return staging.error();
+    PoolLease lease(pinned_pool(), staging.value());
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s.value()));
+    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    pack::unpack_host(plan, count, lease.get(), user);
+    return ok_status();
+  }
+  DeviceScope scope(ui.device);
+  auto s = stream_for(ui.device);
+  if (!s) return s.error();
+  const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
+  if (direct) {
+    DTMPI_TRY(pack::unpack_device(plan, count, direct, user, ui.device, s.value()));
+    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    return ok_status();
+  }
+  auto tmp = device_pool(ui.device).acquire(static_cast<size_t>(bytes));
+  if (!tmp) return tmp.error();
+  PoolLease lease(device_pool(ui.device), tmp.value());
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s.value()));
+  DTMPI_TRY(pack::unpack_device(plan, count, lease.get(), user, ui.device, s.value()));
+  DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+  return ok_status();
+}
+
+std::string gpu_pool_stats() {
+  Gpu& g = gpu();
+  if (!g.enabled) return "no GPU in use";
+  std::string out;
+  std::lock_guard lock(g.mu);
+  if (g.pinned_pool) out += g.pinned_pool->describe();
+  for (int d = 0; d < g.ndevices; ++d)
+    if (g.device_pools[d]) out += (out.empty() ? "" : "; ") + g.device_pools[d]->describe();
+  return out.empty() ? "pools unused" : out;
+}
+
+void release_gpu_resources() {
+  Gpu& g = gpu();
+  if (!g.enabled) return;
+  std::lock_guard lock(g.mu);
+  if (g.pinned_pool) g.pinned_pool->release_all();
+  for (int d = 0; d < g.ndevices; ++d) {
+    if (g.device_pools[d]) g.device_pools[d]->release_all();
+    if (g.streams[d]) {
+      cudaStreamDestroy(g.streams[d]);
+      g.streams[d] = nullptr;
+    }
+  }
+}
+
+}  // namespace dtmpi::runtime

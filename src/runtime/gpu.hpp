@@ -1,0 +1,53 @@
+// GPU side of the runtime: where a pointer lives, and MPI_Pack/MPI_Unpack
+// when either buffer is GPU memory. The header is CUDA-free; in a build
+// without CUDA (or at run time without a driver or device, or with
+// DTMPI_CUDA=off) gpu_enabled() is false and every pointer is host memory.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "base/result.hpp"
+#include "type/plan.hpp"
+
+namespace dtmpi::runtime {
+
+enum class MemKind : uint8_t { kHost, kPinnedHost, kDevice, kManaged };
+
+struct PointerInfo {
+  MemKind kind = MemKind::kHost;
+  int device = -1;             // owning device (device/managed), or -1
+  void* device_ptr = nullptr;  // for pinned host memory: its device-side address
+};
+
+inline bool on_gpu(const PointerInfo& p) {
+  return p.kind == MemKind::kDevice || p.kind == MemKind::kManaged;
+}
+
+bool gpu_enabled();
+// Classifies `p`; CUDA allocations are remembered as address ranges, so a
+// repeated query of the same allocation costs a shared-locked map lookup.
+PointerInfo pointer_info(const void* p);
+inline const char* kind_name(MemKind k) {
+  switch (k) {
+    case MemKind::kHost: return "host";
+    case MemKind::kPinnedHost: return "pinned host";
+    case MemKind::kDevice: return "device";
+    case MemKind::kManaged: return "managed";
+  }
+  return "?";
+}
+
+// Synchronous pack/unpack of `count` elements where at least one buffer is on
+// the GPU: kernels straight into/out of device or mapped pinned memory, staged
+// through pooled buffers otherwise.
+Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                void* packed, const PointerInfo& pi);
+Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
+                  const PointerInfo& pi, void* user, const PointerInfo& ui);
+
+// Pool counters (allocations from CUDA, reuses, bytes held) as one line.
+std::string gpu_pool_stats();
+// Returns pooled buffers and streams to CUDA (at MPI_Finalize).
+void release_gpu_resources();
+
+}  // namespace dtmpi::runtime
