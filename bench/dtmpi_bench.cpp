@@ -1,5 +1,6 @@
 // dtmpi-bench: benchmarks printed side by side with their baselines.
-//   dtmpi-bench pack [--quick]      CPU MPI_Pack: system MPI vs dtmpi vs memcpy
+//   dtmpi-bench pack [--quick] [--filter S]   CPU MPI_Pack: system MPI vs dtmpi vs memcpy
+//   dtmpi-bench pack --gpu [--quick] [--csv F] GPU MPI_Pack vs per-block/2D copies vs one copy
 //   dtmpi-bench latency             8-byte ping-pong through dtmpi vs direct (2 ranks)
 #include <mpi.h>
 
@@ -9,17 +10,32 @@
 namespace dtmpi::bench {
 int bench_pack(int argc, char** argv);
 int bench_latency(int argc, char** argv);
+#ifdef DTMPI_BENCH_GPU
+int bench_gpu_pack(int argc, char** argv);
+#endif
 }  // namespace dtmpi::bench
+
+static bool has_flag(int argc, char** argv, const char* flag) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return true;
+  return false;
+}
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 2;
-  if (argc > 1 && std::strcmp(argv[1], "pack") == 0)
+  if (argc > 1 && std::strcmp(argv[1], "pack") == 0 && has_flag(argc, argv, "--gpu")) {
+#ifdef DTMPI_BENCH_GPU
+    rc = dtmpi::bench::bench_gpu_pack(argc - 1, argv + 1);
+#else
+    std::fprintf(stderr, "dtmpi-bench was built without CUDA\n");
+#endif
+  } else if (argc > 1 && std::strcmp(argv[1], "pack") == 0)
     rc = dtmpi::bench::bench_pack(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "latency") == 0)
     rc = dtmpi::bench::bench_latency(argc - 1, argv + 1);
   else
-    std::fprintf(stderr, "usage: dtmpi-bench pack [--quick] | latency\n");
+    std::fprintf(stderr, "usage: dtmpi-bench pack [--gpu] [--quick] [--filter S] [--csv F] | latency\n");
   MPI_Finalize();
   return rc;
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
+# compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
+# print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
+#   scripts/gpu-check.sh [all|build|test|bench] [--quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+quick=${2:-}
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+build=build-gpu
+step() { echo; echo "=== $*"; }
+
+if [ "$what" = all ] || [ "$what" = build ]; then
+  step "build ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
+  cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1 \
+    || { tail -30 "$out/configure.log"; exit 1; }
+  cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
+  echo "built"
+  $build/tools/dtmpi-info | tee "$out/dtmpi-info.txt"
+fi
+
+if [ "$what" = all ] || [ "$what" = test ]; then
+  step "tests"
+  (cd $build && ctest -j 8 --output-on-failure --timeout 600 2>&1 | tee "$out/ctest.log" | grep -E "Test +#|tests passed|Failed|Skipped")
+  step "compute-sanitizer memcheck (test_gpu_pack, 300 random types)"
+  DTMPI_TEST_TYPES=300 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    $build/tests/test_gpu_pack --gtest_filter=-GpuPack.LargeObjects > "$out/memcheck.log" 2>&1
+  echo "memcheck exit $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses reported)"
+  tail -3 "$out/memcheck.log"
+fi
+
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  step "dtmpi-bench pack --gpu $quick"
+  $build/bench/dtmpi-bench pack --gpu $quick --csv "$out/gpu-pack.csv" | tee "$out/gpu-pack.txt"
+fi

@@ -1,0 +1,193 @@
+// GPU packers against the CPU packer (itself checked against the system MPI):
+// random datatypes, every word size and misalignment, large objects, every
+// pair of memories. Skipped (exit 77) without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/random_types.hpp"
+#include "pack/cpu_pack.hpp"
+#include "pack/gpu_pack.hpp"
+#include "runtime/gpu.hpp"
+#include "type/translate.hpp"
+
+namespace {
+
+using dtmpi::type::PackPlan;
+
+long env_or(const char* name, long dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtol(v, nullptr, 10) : dflt;
+}
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t n) { cudaMalloc(&p, n ? n : 1); }
+  ~DeviceBuffer() { cudaFree(p); }
+  char* get() const { return static_cast<char*>(p); }
+};
+
+struct PinnedBuffer {
+  void* p = nullptr;
+  explicit PinnedBuffer(size_t n) { cudaHostAlloc(&p, n ? n : 1, cudaHostAllocMapped | cudaHostAllocPortable); }
+  ~PinnedBuffer() { cudaFreeHost(p); }
+  char* get() const { return static_cast<char*>(p); }
+};
+
+// One random type: GPU pack (to device and to mapped pinned memory) equals the
+// CPU pack; GPU unpack into a poisoned device buffer equals the CPU unpack.
+// `misalign` shifts the user buffer off the allocation's 256-byte alignment.
+void check_type(MPI_Datatype t, int count, std::mt19937_64& rng, const std::string& recipe,
+                int misalign = 0) {
+  auto built = dtmpi::type::build_plan(t);
+  if (!built) return;  // left to the system MPI
+  const PackPlan& plan = built.value().plan;
+  const int64_t bytes = plan.size * count;
+  const auto span = dtmpi::testing::span_of(t, count);
+  const int64_t margin = 64 + misalign, n = span.hi - span.lo + 2 * margin;
+  std::vector<unsigned char> host(static_cast<size_t>(n));
+  for (auto& b : host) b = static_cast<unsigned char>(rng());
+  const int64_t shift = margin - span.lo;  // user pointer = buffer + shift
+  std::vector<unsigned char> want(static_cast<size_t>(bytes) + 1);
+  dtmpi::pack::pack_host(plan, count, host.data() + shift, want.data());
+
+  DeviceBuffer dev(static_cast<size_t>(n)), dpacked(static_cast<size_t>(bytes));
+  PinnedBuffer pinned(static_cast<size_t>(bytes));
+  CUDA_OK(cudaMemcpy(dev.get(), host.data(), static_cast<size_t>(n), cudaMemcpyHostToDevice));
+  ASSERT_TRUE(dtmpi::pack::pack_device(plan, count, dev.get() + shift, dpacked.get(), 0, nullptr));
+  ASSERT_TRUE(dtmpi::pack::pack_device(plan, count, dev.get() + shift, pinned.get(), 0, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<unsigned char> got(static_cast<size_t>(bytes) + 1);
+  CUDA_OK(cudaMemcpy(got.data(), dpacked.get(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), static_cast<size_t>(bytes))) << recipe << "\n" << describe(plan);
+  ASSERT_EQ(0, std::memcmp(pinned.get(), want.data(), static_cast<size_t>(bytes))) << "to pinned: " << recipe;
+
+  auto offs = dtmpi::testing::typemap_offsets(t, count);
+  std::sort(offs.begin(), offs.end());
+  if (offs.empty() || std::adjacent_find(offs.begin(), offs.end()) != offs.end()) return;
+  std::vector<unsigned char> poison(static_cast<size_t>(n));
+  for (auto& b : poison) b = static_cast<unsigned char>(0x5A ^ rng());
+  std::vector<unsigned char> cpu = poison;
+  dtmpi::pack::unpack_host(plan, count, want.data(), cpu.data() + shift);
+  CUDA_OK(cudaMemcpy(dev.get(), poison.data(), static_cast<size_t>(n), cudaMemcpyHostToDevice));
+  ASSERT_TRUE(dtmpi::pack::unpack_device(plan, count, dpacked.get(), dev.get() + shift, 0, nullptr));
+  std::vector<unsigned char> gpu(static_cast<size_t>(n));
+  CUDA_OK(cudaMemcpy(gpu.data(), dev.get(), static_cast<size_t>(n), cudaMemcpyDeviceToHost));
+  ASSERT_EQ(gpu, cpu) << "unpack: " << recipe << "\n" << describe(plan);
+}
+
+}  // namespace
+
+TEST(GpuPack, RandomTypesMatchTheCpuPacker) {
+  const long n = env_or("DTMPI_TEST_TYPES", 3000);
+  const uint64_t seed = static_cast<uint64_t>(env_or("DTMPI_TEST_SEED", 4242));
+  dtmpi::testing::RandomTypes gen(seed);
+  for (long i = 0; i < n && !::testing::Test::HasFailure(); ++i) {
+    MPI_Datatype t = gen.make(4);
+    MPI_Type_commit(&t);
+    const int count = gen.uniform(1, 3);
+    check_type(t, count, gen.rng(), "seed " + std::to_string(seed) + " #" + std::to_string(i) + " " + gen.recipe());
+    dtmpi::testing::free_type(t);
+  }
+}
+
+// Every word size, with misaligned bases and strides: the kernel must pick a
+// word that divides everything, and stay correct.
+TEST(GpuPack, WordSizesAndMisalignment) {
+  std::mt19937_64 rng(1);
+  for (int block : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 100, 256}) {
+    for (int pitch_extra : {0, 1, 2, 4, 8, 16}) {
+      for (int base : {0, 1, 2, 4, 8, 12}) {
+        MPI_Datatype t;
+        MPI_Type_create_hvector(37, block, block + pitch_extra + 16, MPI_BYTE, &t);
+        MPI_Type_commit(&t);
+        auto b = dtmpi::type::build_plan(t);
+        ASSERT_TRUE(b);
+        const auto& sp = b.value().plan.strided();
+        const int w = dtmpi::pack::strided_word_size(sp, reinterpret_cast<void*>(uintptr_t{1024} + base),
+                                                     reinterpret_cast<void*>(uintptr_t{4096}));
+        EXPECT_EQ(block % w, 0);
+        EXPECT_EQ((block + pitch_extra + 16) % w, 0);
+        EXPECT_EQ(base % w, 0);
+        // correctness at this alignment
+        check_type(t, 2, rng, "block " + std::to_string(block) + " base " + std::to_string(base), base);
+        MPI_Type_free(&t);
+      }
+    }
+  }
+}
+
+// Objects up to 64 MiB, strided and irregular.
+TEST(GpuPack, LargeObjects) {
+  std::mt19937_64 rng(2);
+  for (int64_t bytes : {int64_t{1}, int64_t{1} << 10, int64_t{1} << 20, int64_t{64} << 20}) {
+    for (int block : {1, 8, 64, 1024}) {
+      if (block > bytes) continue;
+      if (block == 1 && bytes > (int64_t{1} << 20)) continue;  // keeps the span under 1 GiB
+      MPI_Datatype t;
+      MPI_Type_vector(static_cast<int>(bytes / block), block, block * 2, MPI_BYTE, &t);
+      MPI_Type_commit(&t);
+      check_type(t, 1, rng, "vector " + std::to_string(bytes) + "/" + std::to_string(block));
+      MPI_Type_free(&t);
+    }
+  }
+  // an irregular indexed type of about 8 MiB
+  const int n = 1 << 18;
+  std::vector<int> bl(n), di(n);
+  for (int i = 0, at = 0; i < n; ++i) {
+    bl[i] = 1 + i % 7;
+    di[i] = at;
+    at += bl[i] + 1 + i % 3;
+  }
+  MPI_Datatype t;
+  MPI_Type_indexed(n, bl.data(), di.data(), MPI_INT, &t);
+  MPI_Type_commit(&t);
+  check_type(t, 2, rng, "large indexed");
+  MPI_Type_free(&t);
+}
+
+// The irregular kernel on a strided layout equals the strided kernel.
+TEST(GpuPack, BlockListKernelOnAStridedLayout) {
+  MPI_Datatype t;
+  MPI_Type_vector(1000, 3, 7, MPI_DOUBLE, &t);
+  MPI_Type_commit(&t);
+  auto b = dtmpi::type::build_plan(t);
+  ASSERT_TRUE(b);
+  const auto& plan = b.value().plan;
+  const size_t span = 1000 * 7 * 8, bytes = static_cast<size_t>(plan.size);
+  DeviceBuffer src(span), a(bytes), c(bytes);
+  std::vector<unsigned char> host(span);
+  for (size_t i = 0; i < span; ++i) host[i] = static_cast<unsigned char>(i * 7 + 3);
+  CUDA_OK(cudaMemcpy(src.get(), host.data(), span, cudaMemcpyHostToDevice));
+  ASSERT_TRUE(dtmpi::pack::pack_device(plan, 1, src.get(), a.get(), 0, nullptr));
+  ASSERT_TRUE(dtmpi::pack::pack_device_as_block_list(plan, 1, src.get(), c.get(), 0, nullptr));
+  std::vector<unsigned char> ha(bytes), hc(bytes);
+  CUDA_OK(cudaMemcpy(ha.data(), a.get(), bytes, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hc.data(), c.get(), bytes, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(ha, hc);
+  MPI_Type_free(&t);
+}
+
+TEST(GpuRuntime, PointerClassification) {
+  DeviceBuffer d(4096);
+  PinnedBuffer p(4096);
+  std::vector<char> h(4096);
+  using dtmpi::runtime::MemKind;
+  EXPECT_EQ(dtmpi::runtime::pointer_info(d.get() + 100).kind, MemKind::kDevice);
+  EXPECT_EQ(dtmpi::runtime::pointer_info(d.get() + 100).kind, MemKind::kDevice);  // cached
+  EXPECT_EQ(dtmpi::runtime::pointer_info(p.get()).kind, MemKind::kPinnedHost);
+  EXPECT_NE(dtmpi::runtime::pointer_info(p.get() + 8).device_ptr, nullptr);
+  EXPECT_EQ(dtmpi::runtime::pointer_info(h.data()).kind, MemKind::kHost);
+  void* m = nullptr;
+  CUDA_OK(cudaMallocManaged(&m, 4096));
+  EXPECT_EQ(dtmpi::runtime::pointer_info(m).kind, MemKind::kManaged);
+  cudaFree(m);
+}
