@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,16 +28,21 @@ constexpr int kMaxDevices = 64;
 struct Gpu {
   bool enabled = false;
   int ndevices = 0;
-  // the driver's cuPointerGetAttribute, for allocation ranges (dlopen'ed: a
-  // link-time dependency on libcuda would stop the library loading without a driver)
+  // driver entry points (dlopen'ed: a link-time dependency on libcuda would
+  // stop the library loading on machines without a driver)
+  decltype(&cuPointerGetAttributes) get_attrs = nullptr;
   decltype(&cuPointerGetAttribute) get_attr = nullptr;
 
+  // CUDA allocations seen so far: start -> range. An entry is only trusted
+  // when the driver reports the same buffer id for the queried pointer, so a
+  // freed and reused address range can never be misclassified.
   std::shared_mutex ranges_mu;
   struct Range {
     uintptr_t end;
-    PointerInfo info;
+    unsigned long long buffer_id;
+    PointerInfo info;  // at the range start
   };
-  std::map<uintptr_t, Range> ranges;  // start -> range, CUDA allocations only
+  std::map<uintptr_t, Range> ranges;
 
   std::mutex mu;  // guards lazy creation below
   cudaStream_t streams[kMaxDevices] = {};
@@ -55,10 +61,12 @@ Gpu& gpu() {
     }
     s->ndevices = n < kMaxDevices ? n : kMaxDevices;
     s->enabled = true;
-    if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD))
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (lib) {
+      s->get_attrs = reinterpret_cast<decltype(&cuPointerGetAttributes)>(dlsym(lib, "cuPointerGetAttributes"));
       s->get_attr = reinterpret_cast<decltype(&cuPointerGetAttribute)>(dlsym(lib, "cuPointerGetAttribute"));
-    else if (void* lib2 = dlopen("libcuda.so.1", RTLD_NOW))
-      s->get_attr = reinterpret_cast<decltype(&cuPointerGetAttribute)>(dlsym(lib2, "cuPointerGetAttribute"));
+    }
     return s;
   }();
   return *g;
@@ -105,7 +113,8 @@ class DeviceScope {
   bool restore_ = false;
 };
 
-PointerInfo query(const void* p) {
+// Classification through the runtime API alone (no driver entry points).
+PointerInfo query_runtime(const void* p) {
   PointerInfo info;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -131,37 +140,49 @@ bool gpu_enabled() { return gpu().enabled; }
 PointerInfo pointer_info(const void* p) {
   Gpu& g = gpu();
   if (!g.enabled || p == nullptr) return PointerInfo{};
+  if (!g.get_attrs || !g.get_attr) return query_runtime(p);
+  // One driver call answers "is this CUDA memory, which allocation": it costs
+  // tens of nanoseconds and, unlike cudaPointerGetAttributes, reports non-CUDA
+  // memory without an error path.
   const auto addr = reinterpret_cast<uintptr_t>(p);
+  unsigned int memtype = 0;
+  unsigned long long id = 0;
+  int managed = 0;
+  CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  void* values[] = {&memtype, &id, &managed};
+  if (g.get_attrs(3, which, values, static_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS || memtype == 0)
+    return PointerInfo{};  // not CUDA memory: host
   {
     std::shared_lock lock(g.ranges_mu);
     auto it = g.ranges.upper_bound(addr);
     if (it != g.ranges.begin()) {
       --it;
-      if (addr < it->second.end) {
+      if (addr < it->second.end && it->second.buffer_id == id) {
         PointerInfo info = it->second.info;
-        if (info.device_ptr)  // same offset into the mapped range
-          info.device_ptr = static_cast<char*>(info.device_ptr) + (addr - it->first);
+        if (info.device_ptr) info.device_ptr = static_cast<char*>(info.device_ptr) + (addr - it->first);
         return info;
       }
     }
   }
-  PointerInfo info = query(p);
-  if (info.kind == MemKind::kHost || !g.get_attr) return info;
+  // First sight of this allocation: the rest of what we need, once.
+  PointerInfo info = query_runtime(p);
+  if (managed) info.kind = MemKind::kManaged;
   CUdeviceptr start = 0;
   size_t size = 0;
-  if (g.get_attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, reinterpret_cast<CUdeviceptr>(p)) ==
-          CUDA_SUCCESS &&
-      g.get_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, reinterpret_cast<CUdeviceptr>(p)) ==
-          CUDA_SUCCESS &&
+  if (g.get_attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
+      g.get_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
       size > 0) {
     PointerInfo at_start = info;
     if (at_start.device_ptr)
       at_start.device_ptr = static_cast<char*>(info.device_ptr) - (addr - static_cast<uintptr_t>(start));
+    const auto lo_addr = static_cast<uintptr_t>(start), hi_addr = lo_addr + size;
     std::unique_lock lock(g.ranges_mu);
-    // a new allocation replaces any stale range it overlaps (freed and reused addresses)
-    auto lo = g.ranges.lower_bound(static_cast<uintptr_t>(start));
-    while (lo != g.ranges.end() && lo->first < static_cast<uintptr_t>(start) + size) lo = g.ranges.erase(lo);
-    g.ranges[static_cast<uintptr_t>(start)] = Gpu::Range{static_cast<uintptr_t>(start) + size, at_start};
+    // drop ranges this allocation overlaps: their memory was freed
+    auto it = g.ranges.upper_bound(lo_addr);
+    if (it != g.ranges.begin() && std::prev(it)->second.end > lo_addr) --it;
+    while (it != g.ranges.end() && it->first < hi_addr) it = g.ranges.erase(it);
+    g.ranges[lo_addr] = Gpu::Range{hi_addr, id, at_start};
   }
   return info;
 }
