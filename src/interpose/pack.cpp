@@ -51,6 +51,9 @@ int serve(Direction dir, const PackPlan& plan, int count, const void* user, void
   if (rt::gpu_enabled()) {
     const rt::PointerInfo ui = rt::pointer_info(user), pi = rt::pointer_info(packed);
     if (rt::on_gpu(ui) || rt::on_gpu(pi)) {
+      DTMPI_LOG(kDebug, "%s %lld bytes: user %p (%s) packed %p (%s)",
+                dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack", static_cast<long long>(bytes), user,
+                rt::kind_name(ui.kind), packed, rt::kind_name(pi.kind));
       auto st = dir == Direction::kPack ? rt::gpu_pack(plan, count, user, ui, packed, pi)
                                         : rt::gpu_unpack(plan, count, packed, pi, const_cast<void*>(user), ui);
       if (!st) {

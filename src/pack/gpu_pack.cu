@@ -35,16 +35,33 @@ using type::StridedPlan;
 constexpr int kThreads = 256;
 constexpr int kMaxOuter = type::kMaxDims + 1;  // plan dims + the count
 
-struct StridedArgs {
+// Kernel parameters sized for the dims in use (a smaller parameter block
+// launches faster): N = kDims for the specialised kernels, kMaxDims otherwise.
+template <int N>
+struct StridedArgsN {
   int64_t offset;
   int ndims;
-  int64_t count[type::kMaxDims];
-  int64_t stride[type::kMaxDims];
+  int64_t count[N > 0 ? N : 1];
+  int64_t stride[N > 0 ? N : 1];
 };
+using StridedArgs = StridedArgsN<type::kMaxDims>;
+
+template <int N>
+StridedArgsN<N> shrink(const StridedArgs& a) {
+  StridedArgsN<N> b{};
+  b.offset = a.offset;
+  b.ndims = a.ndims;
+  for (int d = 0; d < N && d < a.ndims; ++d) {
+    b.count[d] = a.count[d];
+    b.stride[d] = a.stride[d];
+  }
+  return b;
+}
 
 template <typename Word, bool kPack, typename Index, int kDims>
 __global__ void __launch_bounds__(kThreads)
-    strided_kernel(StridedArgs a, char* user, char* packed, Index words_per_block, Index total) {
+    strided_kernel(StridedArgsN<kDims >= 0 ? kDims : type::kMaxDims> a, char* user, char* packed,
+                   Index words_per_block, Index total) {
   const int nd = kDims >= 0 ? kDims : a.ndims;
   for (Index g = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
        g += static_cast<Index>(gridDim.x) * blockDim.x) {
@@ -143,7 +160,8 @@ template <typename Word, bool kPack, typename Index, int kDims>
 void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total,
                     int device, cudaStream_t s) {
   strided_kernel<Word, kPack, Index, kDims><<<grid_for(total, device), kThreads, 0, s>>>(
-      a, user, packed, static_cast<Index>(wpb), static_cast<Index>(total));
+      shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb),
+      static_cast<Index>(total));
 }
 
 template <typename Word, bool kPack>

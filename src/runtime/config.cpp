@@ -16,6 +16,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info or debug"},
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
+    {"DTMPI_GPU_ORDER", "stream",
+     "stream: GPU work runs on dtmpi's own non-blocking streams; legacy: each operation first waits "
+     "for the legacy default stream"},
 };
 
 namespace {
@@ -52,6 +55,7 @@ void reload_config() {
   c.stats = flag("DTMPI_STATS", false);
   c.log = text("DTMPI_LOG", "warn");
   c.cuda = text("DTMPI_CUDA", "auto");
+  c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "stream") == "legacy";
   log::g_level.store(level_of(c.log));
   g_config = c;
 }

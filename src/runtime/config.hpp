@@ -13,6 +13,7 @@ struct Config {
   bool stats = false;      // DTMPI_STATS: print counters at MPI_Finalize
   std::string log = "warn";// DTMPI_LOG: error|warn|info|debug
   std::string cuda = "auto"; // DTMPI_CUDA: auto|off (use GPUs at run time)
+  bool gpu_order_legacy = false;  // DTMPI_GPU_ORDER=legacy: wait for the legacy default stream
 };
 
 struct VariableDoc {

@@ -46,6 +46,7 @@ struct Gpu {
 
   std::mutex mu;  // guards lazy creation below
   cudaStream_t streams[kMaxDevices] = {};
+  cudaEvent_t legacy_done[kMaxDevices] = {};
   std::unique_ptr<BufferPool> device_pools[kMaxDevices];
   std::unique_ptr<BufferPool> pinned_pool;
 };
@@ -74,12 +75,21 @@ Gpu& gpu() {
 
 Result<cudaStream_t> stream_for(int device) {
   Gpu& g = gpu();
-  std::lock_guard lock(g.mu);
-  if (!g.streams[device]) {
-    // our own non-blocking stream: never the legacy default stream
-    DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], cudaStreamNonBlocking));
+  cudaStream_t s;
+  {
+    std::lock_guard lock(g.mu);
+    if (!g.streams[device]) {
+      // our own non-blocking stream: never the legacy default stream
+      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], cudaStreamNonBlocking));
+      DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&g.legacy_done[device], cudaEventDisableTiming));
+    }
+    s = g.streams[device];
   }
-  return g.streams[device];
+  if (config().gpu_order_legacy) {  // order after everything on the legacy default stream
+    DTMPI_CUDA_CHECK(cudaEventRecord(g.legacy_done[device], cudaStreamLegacy));
+    DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s, g.legacy_done[device], 0));
+  }
+  return s;
 }
 
 BufferPool& device_pool(int device) {
@@ -274,6 +284,7 @@ void release_gpu_resources() {
     if (g.device_pools[d]) g.device_pools[d]->release_all();
     if (g.streams[d]) {
       cudaStreamDestroy(g.streams[d]);
+      cudaEventDestroy(g.legacy_done[d]);
       g.streams[d] = nullptr;
     }
   }

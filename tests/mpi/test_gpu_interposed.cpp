@@ -32,7 +32,14 @@ struct Buffer {
     if (mem == Mem::kPinned) cudaFreeHost(p);
     if (mem == Mem::kDevice || mem == Mem::kManaged) cudaFree(p);
   }
-  void put(const std::vector<char>& v) { cudaMemcpy(p, v.data(), v.size(), cudaMemcpyDefault); }
+  // cudaMemcpy from pageable memory may return before the device buffer is
+  // written; like any CUDA-aware MPI, dtmpi reads GPU memory on its own
+  // stream, so the application synchronizes first (DTMPI_GPU_ORDER=legacy
+  // makes dtmpi wait for the legacy default stream instead).
+  void put(const std::vector<char>& v) {
+    cudaMemcpy(p, v.data(), v.size(), cudaMemcpyDefault);
+    cudaDeviceSynchronize();
+  }
   std::vector<char> get() const {
     std::vector<char> v(n);
     cudaMemcpy(v.data(), p, n, cudaMemcpyDefault);
