@@ -49,7 +49,10 @@ constexpr int kPassThrough = -1;  // serve(): the system MPI should do this call
 int serve(Direction dir, const PackPlan& plan, int count, const void* user, void* packed,
           int64_t bytes, MPI_Comm comm) {
   if (rt::gpu_enabled()) {
-    const rt::PointerInfo ui = rt::pointer_info(user), pi = rt::pointer_info(packed);
+    // classify the first byte the type touches: `user` itself may lie outside
+    // the allocation (positive lb, MPI_BOTTOM-style absolute displacements)
+    const rt::PointerInfo ui = rt::pointer_info(static_cast<const char*>(user) + plan.first_byte),
+                          pi = rt::pointer_info(packed);
     if (rt::on_gpu(ui) || rt::on_gpu(pi)) {
       DTMPI_LOG(kDebug, "%s %lld bytes: user %p (%s) packed %p (%s)",
                 dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack", static_cast<long long>(bytes), user,

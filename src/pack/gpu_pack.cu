@@ -58,34 +58,62 @@ StridedArgsN<N> shrink(const StridedArgs& a) {
   return b;
 }
 
+// User offset of packed word g (block b = g / words_per_block, word w).
+template <typename Word, typename Index, int kDims, typename Args>
+__device__ __forceinline__ int64_t strided_offset(const Args& a, Index g, Index words_per_block) {
+  const int nd = kDims >= 0 ? kDims : a.ndims;
+  Index blk = g / words_per_block;
+  const Index w = g - blk * words_per_block;
+  int64_t off = a.offset + static_cast<int64_t>(w) * static_cast<int64_t>(sizeof(Word));
+#pragma unroll
+  for (int d = 0; d < (kDims >= 0 ? kDims : type::kMaxDims); ++d) {
+    if (d >= nd) break;
+    if (d == nd - 1) {  // the outermost dim needs no modulo
+      off += static_cast<int64_t>(blk) * a.stride[d];
+    } else {
+      const Index c = static_cast<Index>(a.count[d]);
+      const Index q = blk / c;
+      off += static_cast<int64_t>(blk - q * c) * a.stride[d];
+      blk = q;
+    }
+  }
+  return off;
+}
+
+// Each thread moves kUnroll words per iteration, all loads issued before the
+// stores, so enough memory requests are in flight to approach bandwidth.
+constexpr int kUnroll = 4;
+
 template <typename Word, bool kPack, typename Index, int kDims>
 __global__ void __launch_bounds__(kThreads)
     strided_kernel(StridedArgsN<kDims >= 0 ? kDims : type::kMaxDims> a, char* user, char* packed,
                    Index words_per_block, Index total) {
-  const int nd = kDims >= 0 ? kDims : a.ndims;
-  for (Index g = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
-       g += static_cast<Index>(gridDim.x) * blockDim.x) {
-    Index blk = g / words_per_block;
-    const Index w = g - blk * words_per_block;
-    int64_t off = a.offset + static_cast<int64_t>(w) * static_cast<int64_t>(sizeof(Word));
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index g0 = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total;
+       g0 += step * kUnroll) {
+    Word v[kUnroll];
+    int64_t off[kUnroll];
 #pragma unroll
-    for (int d = 0; d < (kDims >= 0 ? kDims : type::kMaxDims); ++d) {
-      if (d >= nd) break;
-      if (d == nd - 1) {  // the outermost dim needs no modulo
-        off += static_cast<int64_t>(blk) * a.stride[d];
-      } else {
-        const Index c = static_cast<Index>(a.count[d]);
-        const Index q = blk / c;
-        off += static_cast<int64_t>(blk - q * c) * a.stride[d];
-        blk = q;
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index g = g0 + static_cast<Index>(u) * step;
+      if (g < total) {
+        off[u] = strided_offset<Word, Index, kDims>(a, g, words_per_block);
+        if constexpr (kPack)
+          v[u] = *reinterpret_cast<const Word*>(user + off[u]);
+        else
+          v[u] = reinterpret_cast<const Word*>(packed)[g];
       }
     }
-    Word* u = reinterpret_cast<Word*>(user + off);
-    Word* p = reinterpret_cast<Word*>(packed) + g;
-    if constexpr (kPack)
-      *p = *u;
-    else
-      *u = *p;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index g = g0 + static_cast<Index>(u) * step;
+      if (g < total) {
+        if constexpr (kPack)
+          reinterpret_cast<Word*>(packed)[g] = v[u];
+        else
+          *reinterpret_cast<Word*>(user + off[u]) = v[u];
+      }
+    }
   }
 }
 
@@ -159,7 +187,7 @@ int word_for(uint64_t bits) {
 template <typename Word, bool kPack, typename Index, int kDims>
 void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total,
                     int device, cudaStream_t s) {
-  strided_kernel<Word, kPack, Index, kDims><<<grid_for(total, device), kThreads, 0, s>>>(
+  strided_kernel<Word, kPack, Index, kDims><<<grid_for((total + kUnroll - 1) / kUnroll, device), kThreads, 0, s>>>(
       shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb),
       static_cast<Index>(total));
 }

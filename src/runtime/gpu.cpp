@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <atomic>
+#include <chrono>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -32,6 +34,9 @@ struct Gpu {
   // stop the library loading on machines without a driver)
   decltype(&cuPointerGetAttributes) get_attrs = nullptr;
   decltype(&cuPointerGetAttribute) get_attr = nullptr;
+  // completion without cudaStreamSynchronize: the stream writes a sequence
+  // number to mapped host memory after the work, the host spins on it
+  CUresult (*write_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned int) = nullptr;
 
   // CUDA allocations seen so far: start -> range. An entry is only trusted
   // when the driver reports the same buffer id for the queried pointer, so a
@@ -47,6 +52,10 @@ struct Gpu {
   std::mutex mu;  // guards lazy creation below
   cudaStream_t streams[kMaxDevices] = {};
   cudaEvent_t legacy_done[kMaxDevices] = {};
+  volatile uint32_t* done_flag[kMaxDevices] = {};  // mapped pinned word per device
+  CUdeviceptr done_flag_dev[kMaxDevices] = {};
+  std::atomic<uint32_t> done_seq[kMaxDevices] = {};
+  bool spin_ok[kMaxDevices] = {};
   std::unique_ptr<BufferPool> device_pools[kMaxDevices];
   std::unique_ptr<BufferPool> pinned_pool;
 };
@@ -67,6 +76,9 @@ Gpu& gpu() {
     if (lib) {
       s->get_attrs = reinterpret_cast<decltype(&cuPointerGetAttributes)>(dlsym(lib, "cuPointerGetAttributes"));
       s->get_attr = reinterpret_cast<decltype(&cuPointerGetAttribute)>(dlsym(lib, "cuPointerGetAttribute"));
+      void* wv = dlsym(lib, "cuStreamWriteValue32_v2");
+      if (!wv) wv = dlsym(lib, "cuStreamWriteValue32");
+      s->write_value = reinterpret_cast<decltype(s->write_value)>(wv);
     }
     return s;
   }();
@@ -82,6 +94,15 @@ Result<cudaStream_t> stream_for(int device) {
       // our own non-blocking stream: never the legacy default stream
       DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], cudaStreamNonBlocking));
       DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&g.legacy_done[device], cudaEventDisableTiming));
+      void* flag = nullptr;
+      void* flag_dev = nullptr;
+      if (g.write_value && cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
+          cudaHostGetDevicePointer(&flag_dev, flag, 0) == cudaSuccess) {
+        *static_cast<volatile uint32_t*>(flag) = 0;
+        g.done_flag[device] = static_cast<volatile uint32_t*>(flag);
+        g.done_flag_dev[device] = reinterpret_cast<CUdeviceptr>(flag_dev);
+        g.spin_ok[device] = true;
+      }
     }
     s = g.streams[device];
   }
@@ -197,6 +218,29 @@ PointerInfo pointer_info(const void* p) {
   return info;
 }
 
+// Waits for the work queued on `s`. Small operations finish in a few
+// microseconds, where cudaStreamSynchronize's own cost shows: a stream write of
+// a sequence number to mapped memory and a short spin on it return sooner. Work
+// still running after the spin (or any error) goes to cudaStreamSynchronize,
+// which also reports faults.
+Status finish(int device, cudaStream_t s) {
+  Gpu& g = gpu();
+  if (g.spin_ok[device]) {
+    const uint32_t seq = g.done_seq[device].fetch_add(1, std::memory_order_relaxed) + 1;
+    if (g.write_value(reinterpret_cast<CUstream>(s), g.done_flag_dev[device], seq, 0) == CUDA_SUCCESS) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0;; ++i) {
+        if (static_cast<int32_t>(*g.done_flag[device] - seq) >= 0) return ok_status();
+        if ((i & 255) == 255 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(200)) break;
+      }
+    } else {
+      g.spin_ok[device] = false;  // stream memory operations unsupported here
+    }
+  }
+  DTMPI_CUDA_CHECK(cudaStreamSynchronize(s));
+  return ok_status();
+}
+
 Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                 void* packed, const PointerInfo& pi) {
   const int64_t bytes = count * plan.size;
@@ -209,7 +253,7 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
     PoolLease lease(pinned_pool(), staging.value());
     pack::pack_host(plan, count, user, lease.get());
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s.value()));
-    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    DTMPI_TRY(finish(pi.device, s.value()));
     return ok_status();
   }
   DeviceScope scope(ui.device);
@@ -218,7 +262,7 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
   void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed, or mapped pinned
   if (direct) {
     DTMPI_TRY(pack::pack_device(plan, count, user, direct, ui.device, s.value()));
-    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();
   }
   // pageable host destination: pack on the device, then one copy
@@ -227,7 +271,7 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
   PoolLease lease(device_pool(ui.device), tmp.value());
   DTMPI_TRY(pack::pack_device(plan, count, user, lease.get(), ui.device, s.value()));
   DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s.value()));
-  DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+  DTMPI_TRY(finish(ui.device, s.value()));
   return ok_status();
 }
 
@@ -242,7 +286,7 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
     if (!staging) return staging.error();
     PoolLease lease(pinned_pool(), staging.value());
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s.value()));
-    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    DTMPI_TRY(finish(pi.device, s.value()));
     pack::unpack_host(plan, count, lease.get(), user);
     return ok_status();
   }
@@ -252,7 +296,7 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
   const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
   if (direct) {
     DTMPI_TRY(pack::unpack_device(plan, count, direct, user, ui.device, s.value()));
-    DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+    DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();
   }
   auto tmp = device_pool(ui.device).acquire(static_cast<size_t>(bytes));
@@ -260,7 +304,7 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
   PoolLease lease(device_pool(ui.device), tmp.value());
   DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s.value()));
   DTMPI_TRY(pack::unpack_device(plan, count, lease.get(), user, ui.device, s.value()));
-  DTMPI_CUDA_CHECK(cudaStreamSynchronize(s.value()));
+  DTMPI_TRY(finish(ui.device, s.value()));
   return ok_status();
 }
 
@@ -286,6 +330,9 @@ void release_gpu_resources() {
       cudaStreamDestroy(g.streams[d]);
       cudaEventDestroy(g.legacy_done[d]);
       g.streams[d] = nullptr;
+      if (g.done_flag[d]) cudaFreeHost(const_cast<uint32_t*>(g.done_flag[d]));
+      g.done_flag[d] = nullptr;
+      g.spin_ok[d] = false;
     }
   }
 }

@@ -89,6 +89,7 @@ struct PackPlan {
   int64_t size = 0;    // packed bytes of one element (MPI_Type_size)
   int64_t lb = 0;      // MPI lb and extent: where element k+1 starts
   int64_t extent = 0;
+  int64_t first_byte = 0;  // lowest offset one element touches (locates the buffer's memory)
   std::variant<StridedPlan, IrregularPlan> layout;
   std::shared_ptr<AttachmentSlots> attachments = std::make_shared<AttachmentSlots>();
 

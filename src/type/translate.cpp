@@ -290,10 +290,11 @@ Result<PlanBuild> build_plan(MPI_Datatype t) {
   // MPI library places the typemap elsewhere than the standard does (Open MPI
   // 4.1 for some overlapping negative-stride hvectors), the system MPI keeps
   // the type, so dtmpi and the system MPI never disagree on bytes.
+  const Bounds tb = touched_bounds(b.plan);
+  b.plan.first_byte = tb.lo;
   if (size > 0) {
     MPI_Count tlb = 0, text = 0;
     DTMPI_MPI_CHECK(PMPI_Type_get_true_extent_x(t, &tlb, &text));
-    const Bounds tb = touched_bounds(b.plan);
     if (tb.lo < tlb || tb.hi > tlb + text)
       return Error{kErrUnsupported, "typemap bounds differ from the MPI library's true extent"};
   }
