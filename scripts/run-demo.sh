@@ -9,7 +9,7 @@ shift 4 || shift $#
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 preload=$lib
-if [ "${DTMPI_SANITIZE:-OFF}" = "ON" ]; then
+if [ "${DTMPI_TEST_SANITIZE:-OFF}" = "ON" ]; then
   # a sanitized libdtmpi needs the ASan runtime loaded first
   preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so) $lib"
   export ASAN_OPTIONS=detect_leaks=0

@@ -151,6 +151,14 @@ Result<PackPlan> compile_plan(const TypeIR& canonical) {
     at += ip.piece_bytes(p);
   }
   ip.body_bytes = at;
+  bool words = ip.strided.empty();
+  constexpr int64_t kMaxOff = int64_t{1} << 47;
+  for (const auto& p : ip.pieces)
+    words = words && p.block % 8 == 0 && p.block / 8 < 65536 && p.offset < kMaxOff && p.offset > -kMaxOff;
+  if (words) {
+    ip.word_blocks.reserve(ip.pieces.size());
+    for (const auto& p : ip.pieces) ip.word_blocks.push_back(p.offset * 65536 + p.block / 8);
+  }
   if (ip.pieces.size() == 1) {  // one piece under a chain: strided after all
     const Piece& p = ip.pieces.front();
     StridedPlan s = p.strided < 0 ? StridedPlan{p.offset, p.block, 0, {}} : ip.strided.front();

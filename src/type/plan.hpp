@@ -60,6 +60,11 @@ struct IrregularPlan {
   std::vector<StridedPlan> strided; // the multi-block pieces' full plans
   std::vector<int64_t> piece_start; // packed offset of each piece in one body
   int64_t body_bytes = 0;
+  // When every piece is one block of whole 8-byte words (lists of doubles,
+  // long ints, ...), the same list packed into 8 bytes per block for the CPU
+  // packer: offset * 65536 + words (offsets within +-2^47, < 65536 words).
+  // A third of the metadata traffic of `pieces` on large irregular types.
+  std::vector<int64_t> word_blocks;
 
   int64_t outer_count() const;
   int64_t bytes() const { return body_bytes * outer_count(); }
