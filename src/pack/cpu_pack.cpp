@@ -113,6 +113,18 @@ RowFn<kPack> fixed_row(int64_t b) {
   }
 }
 
+// Odometer over dims[first..ndims): steps idx and the user offset to the next
+// position; false once every position was visited.
+inline bool next_index(const StridedPlan& p, int first, int64_t* idx, int64_t& off) {
+  for (int d = first; d < p.ndims; ++d) {
+    off += p.dims[d].stride;
+    if (++idx[d] < p.dims[d].count) return true;
+    off -= p.dims[d].stride * p.dims[d].count;
+    idx[d] = 0;
+  }
+  return false;
+}
+
 template <bool kPack>
 char* strided(const StridedPlan& p, const void* user_base, char* packed) {
   const int64_t b = p.block;
@@ -144,14 +156,7 @@ char* strided(const StridedPlan& p, const void* user_base, char* packed) {
     else
       copy_row_large<kPack>(packed, user + off, n0, s0, b);
     packed += row_bytes;
-    int d = 1;  // odometer over the outer dims
-    for (; d < p.ndims; ++d) {
-      off += p.dims[d].stride;
-      if (++idx[d] < p.dims[d].count) break;
-      off -= p.dims[d].stride * p.dims[d].count;
-      idx[d] = 0;
-    }
-    if (d == p.ndims) return packed;
+    if (!next_index(p, 1, idx, off)) return packed;
   }
 }
 
@@ -174,27 +179,20 @@ char* irregular(const IrregularPlan& ip, const void* user_base, char* packed) {
         packed += 8 * n;
       }
     } else {
-    for (const Piece* p = begin; p != end; ++p) {
-      if (p->strided < 0) {  // block-list entry: the common irregular case
-        char* u = base + p->offset;
-        if (p->block <= 64)
-          move_small<kPack>(packed, u, p->block);
-        else
-          move<kPack>(packed, u, static_cast<size_t>(p->block));
-        packed += p->block;
-      } else {
-        packed = strided<kPack>(ip.strided[static_cast<size_t>(p->strided)], base, packed);
+      for (const Piece* p = begin; p != end; ++p) {
+        if (p->strided < 0) {  // block-list entry: the common irregular case
+          char* u = base + p->offset;
+          if (p->block <= 64)
+            move_small<kPack>(packed, u, p->block);
+          else
+            move<kPack>(packed, u, static_cast<size_t>(p->block));
+          packed += p->block;
+        } else {
+          packed = strided<kPack>(ip.strided[static_cast<size_t>(p->strided)], base, packed);
+        }
       }
     }
-    }
-    int d = 0;
-    for (; d < o.ndims; ++d) {
-      off += o.dims[d].stride;
-      if (++idx[d] < o.dims[d].count) break;
-      off -= o.dims[d].stride * o.dims[d].count;
-      idx[d] = 0;
-    }
-    if (d == o.ndims) return packed;
+    if (!next_index(o, 0, idx, off)) return packed;
   }
 }
 

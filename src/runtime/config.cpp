@@ -16,14 +16,15 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info or debug"},
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
+    {"DTMPI_METHOD", "auto",
+     "GPU point-to-point method: oneshot (kernel packs into mapped pinned memory), staged (pack on "
+     "the device, one DMA copy), auto (oneshot up to 256 KiB, staged above)"},
     {"DTMPI_GPU_ORDER", "stream",
      "stream: GPU work runs on dtmpi's own non-blocking streams; legacy: each operation first waits "
      "for the legacy default stream"},
 };
 
 namespace {
-
-Config g_config;
 
 bool flag(const char* name, bool dflt) {
   const char* v = std::getenv(name);
@@ -44,11 +45,7 @@ int level_of(const std::string& s) {
   return 1;
 }
 
-__attribute__((constructor)) void load_at_start() { reload_config(); }
-
-}  // namespace
-
-void reload_config() {
+Config read_environment() {
   Config c;
   c.disable = flag("DTMPI_DISABLE", false);
   c.host_pack = flag("DTMPI_HOST_PACK", true);
@@ -56,11 +53,24 @@ void reload_config() {
   c.log = text("DTMPI_LOG", "warn");
   c.cuda = text("DTMPI_CUDA", "auto");
   c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "stream") == "legacy";
+  c.method = text("DTMPI_METHOD", "auto");
+  c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   log::g_level.store(level_of(c.log));
-  g_config = c;
+  return c;
 }
 
-const Config& config() { return g_config; }
+// Read on first use (a function-local static: no dependence on the order in
+// which the library's static objects are constructed).
+Config& current() {
+  static Config c = read_environment();
+  return c;
+}
+
+}  // namespace
+
+void reload_config() { current() = read_environment(); }
+
+const Config& config() { return current(); }
 
 std::vector<std::string> unknown_variables() {
   std::vector<std::string> out;

@@ -14,6 +14,10 @@ struct Config {
   std::string log = "warn";// DTMPI_LOG: error|warn|info|debug
   std::string cuda = "auto"; // DTMPI_CUDA: auto|off (use GPUs at run time)
   bool gpu_order_legacy = false;  // DTMPI_GPU_ORDER=legacy: wait for the legacy default stream
+  std::string method = "auto";    // DTMPI_METHOD: auto|oneshot|staged (GPU point-to-point)
+  // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take
+  // the staged point-to-point path too, so CI without GPUs exercises it
+  bool test_stage_host = false;
 };
 
 struct VariableDoc {

@@ -6,10 +6,12 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <mpi.h>
 
 #include <atomic>
 #include <chrono>
 #include <iterator>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -306,6 +308,56 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
   DTMPI_TRY(pack::unpack_device(plan, count, lease.get(), user, ui.device, s.value()));
   DTMPI_TRY(finish(ui.device, s.value()));
   return ok_status();
+}
+
+Result<Staging> acquire_staging(size_t bytes) {
+  Staging s;
+  if (!gpu().enabled) {
+    s.ptr = std::malloc(bytes ? bytes : 1);
+    if (!s.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
+    s.capacity = bytes;
+    return s;
+  }
+  auto b = pinned_pool().acquire(bytes ? bytes : 1);
+  if (!b) return b.error();
+  s.ptr = b.value().ptr;
+  s.capacity = b.value().capacity;
+  s.cls = b.value().cls;
+  s.pinned = true;
+  return s;
+}
+
+void release_staging(Staging& s) {
+  if (!s.ptr) return;
+  if (s.pinned)
+    pinned_pool().release(PooledBuffer{s.ptr, s.capacity, s.cls});
+  else
+    std::free(s.ptr);
+  s.ptr = nullptr;
+}
+
+Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                 const Staging& staging, bool via_device) {
+  if (!on_gpu(ui)) {
+    pack::pack_host(plan, count, user, staging.ptr);
+    return ok_status();
+  }
+  PointerInfo si;
+  si.kind = staging.pinned ? MemKind::kPinnedHost : MemKind::kHost;
+  si.device_ptr = staging.pinned && !via_device ? staging.ptr : nullptr;  // UVA: mapped at the same address
+  return gpu_pack(plan, count, user, ui, staging.ptr, si);
+}
+
+Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
+                const PointerInfo& ui, bool via_device) {
+  if (!on_gpu(ui)) {
+    pack::unpack_host(plan, count, staging.ptr, user);
+    return ok_status();
+  }
+  PointerInfo si;
+  si.kind = staging.pinned ? MemKind::kPinnedHost : MemKind::kHost;
+  si.device_ptr = staging.pinned && !via_device ? staging.ptr : nullptr;
+  return gpu_unpack(plan, count, staging.ptr, si, user, ui);
 }
 
 std::string gpu_pool_stats() {

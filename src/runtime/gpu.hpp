@@ -45,6 +45,27 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
 Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
                   const PointerInfo& pi, void* user, const PointerInfo& ui);
 
+// Host buffers for staging GPU data through the system MPI: pinned and
+// mapped (GPU kernels write them directly) when a GPU is in use, plain heap
+// memory otherwise (the host-memory test mode of the transfer paths).
+struct Staging {
+  void* ptr = nullptr;
+  size_t capacity = 0;
+  int cls = -1;
+  bool pinned = false;
+};
+Result<Staging> acquire_staging(size_t bytes);
+void release_staging(Staging& s);
+
+// Packs `count` elements from `user` (any memory) into host `staging`.
+// `via_device`: pack on the GPU into device memory first, then one DMA copy
+// (the staged method); else the kernel writes the mapped host buffer (one-shot).
+Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                 const Staging& staging, bool via_device);
+// Unpacks `count` elements from host `staging` into `user` (any memory).
+Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
+                const PointerInfo& ui, bool via_device);
+
 // Pool counters (allocations from CUDA, reuses, bytes held) as one line.
 std::string gpu_pool_stats();
 // Returns pooled buffers and streams to CUDA (at MPI_Finalize).

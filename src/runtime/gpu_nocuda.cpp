@@ -2,6 +2,12 @@
 // entry points are never reached; they report so if called.
 #include "runtime/gpu.hpp"
 
+#include <mpi.h>
+
+#include <cstdlib>
+
+#include "pack/cpu_pack.hpp"
+
 namespace dtmpi::runtime {
 
 bool gpu_enabled() { return false; }
@@ -14,6 +20,28 @@ Status gpu_pack(const type::PackPlan&, int64_t, const void*, const PointerInfo&,
 Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&) {
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
+Result<Staging> acquire_staging(size_t bytes) {
+  Staging s;
+  s.ptr = std::malloc(bytes ? bytes : 1);
+  if (!s.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
+  s.capacity = bytes;
+  return s;
+}
+void release_staging(Staging& s) {
+  std::free(s.ptr);
+  s.ptr = nullptr;
+}
+Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo&,
+                 const Staging& staging, bool) {
+  pack::pack_host(plan, count, user, staging.ptr);
+  return ok_status();
+}
+Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
+                const PointerInfo&, bool) {
+  pack::unpack_host(plan, count, staging.ptr, user);
+  return ok_status();
+}
+
 std::string gpu_pool_stats() { return "built without CUDA"; }
 void release_gpu_resources() {}
 

@@ -19,7 +19,19 @@
   X(MPI_Recv)                   \
   X(MPI_Isend)                  \
   X(MPI_Irecv)                  \
-  X(MPI_Sendrecv)
+  X(MPI_Sendrecv)                \
+  X(MPI_Ssend)                   \
+  X(MPI_Sendrecv_replace)        \
+  X(MPI_Wait)                    \
+  X(MPI_Waitall)                 \
+  X(MPI_Waitany)                 \
+  X(MPI_Waitsome)                \
+  X(MPI_Test)                    \
+  X(MPI_Testall)                 \
+  X(MPI_Testany)                 \
+  X(MPI_Testsome)                \
+  X(MPI_Request_free)            \
+  X(MPI_Request_get_status)
 
 namespace dtmpi::runtime {
 

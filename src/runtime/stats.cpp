@@ -48,9 +48,11 @@ std::string format_stats() {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu, with GPU "
-                "buffers %llu by dtmpi (%llu bytes), %llu passed through",
+                "buffers %llu by dtmpi (%llu bytes), %llu passed through; staged sends %llu, "
+                "staged receives %llu",
                 v(Counter::kTypesPlanned), v(Counter::kTypesUnplanned), v(Counter::kPacks),
-                v(Counter::kUnpacks), v(Counter::kGpuPacks), v(Counter::kPackedBytes), v(Counter::kForwarded));
+                v(Counter::kUnpacks), v(Counter::kGpuPacks), v(Counter::kPackedBytes), v(Counter::kForwarded),
+                v(Counter::kStagedSends), v(Counter::kStagedRecvs));
   return buf;
 }
 

@@ -14,6 +14,8 @@ enum class Counter : int {
   kUnpacks,         // MPI_Unpack served by dtmpi
   kGpuPacks,        // MPI_Pack/MPI_Unpack with a GPU buffer served by dtmpi
   kForwarded,       // pack/unpack calls passed through
+  kStagedSends,     // point-to-point sends staged through host buffers
+  kStagedRecvs,     // point-to-point receives staged through host buffers
   kPackedBytes,
   kCount
 };

@@ -23,6 +23,10 @@ PlanPtr commit_plan(MPI_Datatype t);
 const PackPlan* find_plan(MPI_Datatype t);
 // The cached plan as a reference the caller can keep (for asynchronous work).
 PlanPtr find_plan_shared(MPI_Datatype t);
+// find_plan_shared, and for predefined types (never committed, never freed) a
+// plan built and cached on first use. Only for calls that need a plan (GPU
+// buffers): it asks MPI about `t`.
+PlanPtr plan_for(MPI_Datatype t);
 // Gives `dup` the plan of `orig` (MPI_Type_dup of a committed type is committed).
 void share_plan(MPI_Datatype orig, MPI_Datatype dup);
 void forget_plan(MPI_Datatype t);

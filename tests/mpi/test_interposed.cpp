@@ -6,7 +6,9 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <dlfcn.h>
@@ -37,7 +39,21 @@ TEST(Interposer, IsActive) {
   auto active = dtmpi_api<int (*)()>("dtmpi_active");
   auto version = dtmpi_api<const char* (*)()>("dtmpi_version");
   ASSERT_NE(active, nullptr) << "libdtmpi is not loaded";
-  EXPECT_EQ(active(), 1);
+  // run once with DTMPI_DISABLE=1 (and DTMPI_TEST_EXPECT_DISABLED=1): pure pass-through
+  const bool disabled = std::getenv("DTMPI_TEST_EXPECT_DISABLED") != nullptr;
+  EXPECT_EQ(active(), disabled ? 0 : 1);
+  if (disabled) {
+    MPI_Datatype v;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &v);
+    MPI_Type_commit(&v);
+    int src[6] = {1, 2, 3, 4, 5, 6}, out[3] = {}, pos = 0;
+    MPI_Pack(src, 1, v, out, sizeof out, &pos, MPI_COMM_WORLD);
+    EXPECT_EQ(out[2], 5);
+    MPI_Type_free(&v);
+    auto stats = dtmpi_api<const char* (*)()>("dtmpi_stats");
+    EXPECT_NE(std::string(stats()).find("types planned 0,"), std::string::npos) << stats();
+    EXPECT_NE(std::string(stats()).find("MPI_Pack 0,"), std::string::npos) << stats();
+  }
   EXPECT_STRNE(version(), "");
 }
 

@@ -1,0 +1,160 @@
+// The MPI_Wait* / MPI_Test* family, MPI_Request_free and
+// MPI_Request_get_status. Requests are the system MPI's own; when none carries
+// dtmpi work (runtime::any_tracked() is false) every call is a pass-through.
+// Otherwise the handles are remembered before the call (MPI sets completed ones
+// to MPI_REQUEST_NULL), statuses are captured even when the application
+// ignores them (a staged receive needs its byte count), and each completed
+// tracked request is finished (unpacked, staging returned) before the call returns.
+#include <vector>
+
+#include "interpose/export.hpp"
+#include "runtime/real_mpi.hpp"
+#include "runtime/requests.hpp"
+
+namespace rt = dtmpi::runtime;
+
+namespace {
+
+// Statuses for `n` requests, MPI_ERROR preset so that calls which succeed as a
+// whole (and leave MPI_ERROR alone) read as successes.
+std::vector<MPI_Status> fresh_statuses(int n) {
+  std::vector<MPI_Status> st(static_cast<size_t>(n > 0 ? n : 1));
+  for (auto& s : st) s.MPI_ERROR = MPI_SUCCESS;
+  return st;
+}
+
+// Finishes tracked request `orig` reported complete with `st`; folds an error
+// of dtmpi's own work into rc.
+void finish(MPI_Request orig, MPI_Status& st, int& rc) {
+  if (orig == MPI_REQUEST_NULL || !rt::is_tracked(orig)) return;
+  if (st.MPI_ERROR == MPI_ERR_PENDING) return;  // not complete (MPI_ERR_IN_STATUS case)
+  const int frc = rt::finish_tracked(orig, &st);
+  if (frc != MPI_SUCCESS && rc == MPI_SUCCESS) rc = frc;
+}
+
+void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
+  if (out == MPI_STATUSES_IGNORE) return;
+  for (int i = 0; i < n; ++i) out[i] = st[static_cast<size_t>(i)];
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (!rt::any_tracked()) return REAL(MPI_Wait)(request, status);
+  rt::progress();
+  const MPI_Request orig = *request;
+  auto st = fresh_statuses(1);
+  int rc = REAL(MPI_Wait)(request, st.data());
+  st[0].MPI_ERROR = rc;
+  finish(orig, st[0], rc);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (!rt::any_tracked()) return REAL(MPI_Test)(request, flag, status);
+  rt::progress();
+  const MPI_Request orig = *request;
+  auto st = fresh_statuses(1);
+  int rc = REAL(MPI_Test)(request, flag, st.data());
+  st[0].MPI_ERROR = rc;
+  if (*flag) finish(orig, st[0], rc);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!rt::any_tracked()) return REAL(MPI_Waitall)(count, requests, statuses);
+  rt::progress();
+  std::vector<MPI_Request> orig(requests, requests + count);
+  auto st = fresh_statuses(count);
+  int rc = REAL(MPI_Waitall)(count, requests, st.data());
+  for (int i = 0; i < count; ++i) finish(orig[i], st[i], rc);
+  copy_out(st, statuses, count);
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (!rt::any_tracked()) return REAL(MPI_Testall)(count, requests, flag, statuses);
+  rt::progress();
+  std::vector<MPI_Request> orig(requests, requests + count);
+  auto st = fresh_statuses(count);
+  int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
+  if (*flag)
+    for (int i = 0; i < count; ++i) finish(orig[i], st[i], rc);
+  copy_out(st, statuses, count);
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!rt::any_tracked()) return REAL(MPI_Waitany)(count, requests, index, status);
+  rt::progress();
+  std::vector<MPI_Request> orig(requests, requests + count);
+  auto st = fresh_statuses(1);
+  int rc = REAL(MPI_Waitany)(count, requests, index, st.data());
+  st[0].MPI_ERROR = rc;
+  if (*index != MPI_UNDEFINED) finish(orig[static_cast<size_t>(*index)], st[0], rc);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!rt::any_tracked()) return REAL(MPI_Testany)(count, requests, index, flag, status);
+  rt::progress();
+  std::vector<MPI_Request> orig(requests, requests + count);
+  auto st = fresh_statuses(1);
+  int rc = REAL(MPI_Testany)(count, requests, index, flag, st.data());
+  st[0].MPI_ERROR = rc;
+  if (*flag && *index != MPI_UNDEFINED) finish(orig[static_cast<size_t>(*index)], st[0], rc);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}
+
+namespace {
+using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
+
+int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  rt::progress();
+  std::vector<MPI_Request> orig(requests, requests + incount);
+  auto st = fresh_statuses(incount);
+  int rc = fn(incount, requests, outcount, indices, st.data());
+  if (*outcount != MPI_UNDEFINED)
+    for (int k = 0; k < *outcount; ++k) finish(orig[static_cast<size_t>(indices[k])], st[static_cast<size_t>(k)], rc);
+  if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
+    for (int k = 0; k < *outcount; ++k) statuses[k] = st[static_cast<size_t>(k)];
+  return rc;
+}
+}  // namespace
+
+DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                              MPI_Status statuses[]) {
+  if (!rt::any_tracked()) return REAL(MPI_Waitsome)(incount, requests, outcount, indices, statuses);
+  return some(REAL(MPI_Waitsome), incount, requests, outcount, indices, statuses);
+}
+
+DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                              MPI_Status statuses[]) {
+  if (!rt::any_tracked()) return REAL(MPI_Testsome)(incount, requests, outcount, indices, statuses);
+  return some(REAL(MPI_Testsome), incount, requests, outcount, indices, statuses);
+}
+
+DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
+  if (rt::any_tracked() && request && rt::detach(*request)) {
+    *request = MPI_REQUEST_NULL;  // dtmpi keeps the real request and finishes it later
+    return MPI_SUCCESS;
+  }
+  return REAL(MPI_Request_free)(request);
+}
+
+DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (!rt::any_tracked()) return REAL(MPI_Request_get_status)(request, flag, status);
+  rt::progress();
+  auto st = fresh_statuses(1);
+  int rc = REAL(MPI_Request_get_status)(request, flag, st.data());
+  st[0].MPI_ERROR = rc;
+  // complete: finish now so the data is in place when the application looks;
+  // the later MPI_Wait/MPI_Test then finds nothing left to do
+  if (*flag) finish(request, st[0], rc);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  return rc;
+}

@@ -1,0 +1,124 @@
+#include "runtime/requests.hpp"
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "base/log.hpp"
+
+namespace dtmpi::runtime {
+
+std::atomic<int64_t> g_tracked{0};
+
+namespace {
+
+struct Table {
+  std::mutex mu;
+  std::unordered_map<MPI_Request, PendingOp> ops;
+  std::vector<std::pair<MPI_Request, PendingOp>> detached;  // freed by the app
+};
+
+Table& table() {
+  static Table* t = new Table;
+  return *t;
+}
+
+}  // namespace
+
+void track(MPI_Request req, PendingOp op) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  t.ops[req] = std::move(op);
+  g_tracked.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool is_tracked(MPI_Request req) {
+  if (!any_tracked()) return false;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  return t.ops.count(req) != 0;
+}
+
+int finish_receive(PendingOp& op, MPI_Status* st) {
+  int cancelled = 0;
+  PMPI_Test_cancelled(st, &cancelled);
+  if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return MPI_SUCCESS;
+  int bytes = 0;
+  PMPI_Get_count(st, MPI_BYTE, &bytes);
+  const int64_t size = op.plan->size;
+  const int64_t elements = size > 0 ? bytes / size : 0;
+  if (size > 0 && bytes % size != 0) {
+    // a partial element: only whole elements are unpacked (the status still
+    // tells the exact byte count)
+    DTMPI_LOG(kWarn, "received %d bytes, not a whole number of %lld-byte elements: %lld unpacked", bytes,
+              static_cast<long long>(size), static_cast<long long>(elements));
+  }
+  if (elements > 0) {
+    auto stt = stage_in(*op.plan, elements, op.staging, op.user, op.user_info, op.via_device);
+    if (!stt) {
+      DTMPI_LOG(kError, "unpacking a received message failed: %s", stt.error().what.c_str());
+      return MPI_ERR_OTHER;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+int finish_tracked(MPI_Request req, MPI_Status* status) {
+  PendingOp op;
+  {
+    auto& t = table();
+    std::lock_guard lock(t.mu);
+    auto it = t.ops.find(req);
+    if (it == t.ops.end()) return MPI_SUCCESS;
+    op = std::move(it->second);
+    t.ops.erase(it);
+    g_tracked.fetch_sub(1, std::memory_order_relaxed);
+  }
+  int rc = MPI_SUCCESS;
+  if (op.kind == PendingOp::Kind::kRecv) rc = finish_receive(op, status);
+  release_staging(op.staging);
+  return rc;
+}
+
+bool detach(MPI_Request req) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  auto it = t.ops.find(req);
+  if (it == t.ops.end()) return false;
+  t.detached.emplace_back(req, std::move(it->second));
+  t.ops.erase(it);
+  return true;  // still counted in g_tracked until finished
+}
+
+void progress() {
+  auto& t = table();
+  std::vector<std::pair<MPI_Request, PendingOp>> done;
+  {
+    std::lock_guard lock(t.mu);
+    for (size_t i = 0; i < t.detached.size();) {
+      int flag = 0;
+      MPI_Status st;
+      PMPI_Test(&t.detached[i].first, &flag, &st);
+      if (flag) {
+        st.MPI_ERROR = MPI_SUCCESS;
+        done.push_back(std::move(t.detached[i]));
+        done.back().first = MPI_REQUEST_NULL;
+        t.detached[i] = std::move(t.detached.back());
+        t.detached.pop_back();
+        // the status of a freed request is not reported anywhere: finish below
+        if (done.back().second.kind == PendingOp::Kind::kRecv) {
+          PendingOp& op = done.back().second;
+          finish_receive(op, &st);
+        }
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (auto& d : done) {
+    release_staging(d.second.staging);
+    g_tracked.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace dtmpi::runtime
