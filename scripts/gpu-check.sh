@@ -39,3 +39,8 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   step "dtmpi-bench pack --gpu $quick"
   $build/bench/dtmpi-bench pack --gpu $quick --csv "$out/gpu-pack.csv" | tee "$out/gpu-pack.txt"
 fi
+
+if [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = pingpong ]; then
+  step "dtmpi-bench pingpong --gpu (2 ranks)"
+  mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu | tee "$out/gpu-pingpong.txt"
+fi
