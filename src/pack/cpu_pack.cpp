@@ -108,7 +108,6 @@ RowFn<kPack> fixed_row(int64_t b) {
     case 32: return copy_row<kPack, 32>;
     case 48: return copy_row<kPack, 48>;
     case 64: return copy_row<kPack, 64>;
-    case 128: return copy_row<kPack, 128>;
     default: return nullptr;
   }
 }
