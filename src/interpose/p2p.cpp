@@ -78,16 +78,19 @@ int stage_send(const void* buf, int count, const Staged& s, rt::Staging& out, MP
   return MPI_SUCCESS;
 }
 
-rt::PendingOp receive_op(void* buf, int count, const Staged& s) {
+// Prepares a staged receive: the op to finish later and its staging buffer.
+int begin_receive(void* buf, int count, const Staged& s, rt::PendingOp& op, MPI_Comm comm) {
+  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
+  if (!st) return raise(comm, MPI_ERR_NO_MEM);
   rt::count(rt::Counter::kStagedRecvs);
-  rt::PendingOp op;
   op.kind = rt::PendingOp::Kind::kRecv;
   op.plan = s.plan;
   op.count = count;
   op.user = buf;
   op.user_info = s.info;
   op.via_device = s.via_device;
-  return op;
+  op.staging = st.value();
+  return MPI_SUCCESS;
 }
 
 using SendFn = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
@@ -120,10 +123,8 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
                           MPI_Comm comm, MPI_Status* status) {
   Staged s;
   if (!must_stage(buf, count, datatype, s)) return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
-  rt::PendingOp op = receive_op(buf, count, s);
-  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
-  if (!st) return raise(comm, MPI_ERR_NO_MEM);
-  op.staging = st.value();
+  rt::PendingOp op;
+  if (int rc = begin_receive(buf, count, s, op, comm); rc != MPI_SUCCESS) return rc;
   MPI_Status local;
   int rc = REAL(MPI_Recv)(op.staging.ptr, static_cast<int>(s.bytes), MPI_PACKED, source, tag, comm, &local);
   local.MPI_ERROR = rc;
@@ -154,10 +155,8 @@ DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int sour
   Staged s;
   if (!must_stage(buf, count, datatype, s))
     return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
-  rt::PendingOp op = receive_op(buf, count, s);
-  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
-  if (!st) return raise(comm, MPI_ERR_NO_MEM);
-  op.staging = st.value();
+  rt::PendingOp op;
+  if (int rc = begin_receive(buf, count, s, op, comm); rc != MPI_SUCCESS) return rc;
   int rc = REAL(MPI_Irecv)(op.staging.ptr, static_cast<int>(s.bytes), MPI_PACKED, source, tag, comm, request);
   if (rc != MPI_SUCCESS) {
     rt::release_staging(op.staging);
@@ -197,13 +196,11 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
   // pack first, then the receive may overwrite the buffer
   rt::Staging out;
   if (int rc = stage_send(buf, count, s, out, comm); rc != MPI_SUCCESS) return rc;
-  rt::PendingOp op = receive_op(buf, count, s);
-  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
-  if (!st) {
+  rt::PendingOp op;
+  if (int rc = begin_receive(buf, count, s, op, comm); rc != MPI_SUCCESS) {
     rt::release_staging(out);
-    return raise(comm, MPI_ERR_NO_MEM);
+    return rc;
   }
-  op.staging = st.value();
   MPI_Status local;
   int rc = REAL(MPI_Sendrecv)(out.ptr, static_cast<int>(s.bytes), MPI_PACKED, dest, sendtag, op.staging.ptr,
                               static_cast<int>(s.bytes), MPI_PACKED, source, recvtag, comm, &local);

@@ -336,16 +336,24 @@ void release_staging(Staging& s) {
   s.ptr = nullptr;
 }
 
+namespace {
+// How the GPU packers see a staging buffer: pinned memory is mapped at the same
+// address (UVA); `via_device` hides the mapping so the staged method is used.
+PointerInfo staging_info(const Staging& staging, bool via_device) {
+  PointerInfo si;
+  si.kind = staging.pinned ? MemKind::kPinnedHost : MemKind::kHost;
+  si.device_ptr = staging.pinned && !via_device ? staging.ptr : nullptr;
+  return si;
+}
+}  // namespace
+
 Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                  const Staging& staging, bool via_device) {
   if (!on_gpu(ui)) {
     pack::pack_host(plan, count, user, staging.ptr);
     return ok_status();
   }
-  PointerInfo si;
-  si.kind = staging.pinned ? MemKind::kPinnedHost : MemKind::kHost;
-  si.device_ptr = staging.pinned && !via_device ? staging.ptr : nullptr;  // UVA: mapped at the same address
-  return gpu_pack(plan, count, user, ui, staging.ptr, si);
+  return gpu_pack(plan, count, user, ui, staging.ptr, staging_info(staging, via_device));
 }
 
 Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
@@ -354,10 +362,7 @@ Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& stagin
     pack::unpack_host(plan, count, staging.ptr, user);
     return ok_status();
   }
-  PointerInfo si;
-  si.kind = staging.pinned ? MemKind::kPinnedHost : MemKind::kHost;
-  si.device_ptr = staging.pinned && !via_device ? staging.ptr : nullptr;
-  return gpu_unpack(plan, count, staging.ptr, si, user, ui);
+  return gpu_unpack(plan, count, staging.ptr, staging_info(staging, via_device), user, ui);
 }
 
 std::string gpu_pool_stats() {
