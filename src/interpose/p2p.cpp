@@ -1,75 +1,37 @@
 // Point-to-point entry points. Host-memory traffic is a pass-through: a plan
-// lookup and one pointer query in front of the system MPI. A buffer in GPU
-// memory (which a non-CUDA-aware MPI cannot take) travels as packed bytes in
-// a pinned host buffer (one-shot or staged, DTMPI_METHOD), sent with the
-// system MPI on the user's own (communicator, peer, tag) as MPI_PACKED. One
-// message per transfer, matched by the system MPI: wildcards, ordering and
-// truncation behave exactly as MPI defines them, whatever the other side's
-// memory. See docs/point-to-point.md.
-#include <vector>
-
+// lookup and one pointer query in front of the system MPI (plus, for receives
+// of at least transport::kMultiMin bytes in a job that uses GPUs, a look at
+// whether what arrived is a multi-message descriptor). A buffer in GPU memory
+// (which a non-CUDA-aware MPI cannot take) goes through src/transport: one
+// message of packed bytes on the user's own (communicator, peer, tag), or a
+// descriptor on that envelope and the rest on a private communicator.
+// See docs/point-to-point.md.
 #include "base/log.hpp"
 #include "interpose/export.hpp"
-#include "runtime/config.hpp"
-#include "runtime/gpu.hpp"
-#include "runtime/lifecycle.hpp"
+#include "interpose/p2p_route.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
 #include "runtime/stats.hpp"
-#include "type/registry.hpp"
+#include "transport/peers.hpp"
 
 namespace rt = dtmpi::runtime;
+namespace tp = dtmpi::transport;
+using dtmpi::interpose::must_stage;
+using dtmpi::interpose::raise;
+using dtmpi::interpose::RecvRoute;
+using dtmpi::interpose::route_receive;
 
 namespace {
 
-constexpr int64_t kOneShotLimit = 256 * 1024;
+enum class Mode { kStandard, kSynchronous, kBuffered };
 
-// A buffer that must be staged, with everything needed to do it.
-struct Staged {
-  dtmpi::type::PlanPtr plan;
-  rt::PointerInfo info;
-  int64_t bytes = 0;
-  bool via_device = false;
-};
-
-// Decides whether (buf, count, type) must be staged; false: pass through.
-bool must_stage(const void* buf, int count, MPI_Datatype type, Staged& s) {
-  if (!rt::active() || count <= 0 || buf == nullptr) return false;
-  const bool gpu = rt::gpu_enabled();
-  if (!gpu && !rt::config().test_stage_host) return false;
-  const dtmpi::type::PackPlan* known = dtmpi::type::find_plan(type);
-  if (gpu) {
-    s.info = rt::pointer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0));
-    if (!rt::on_gpu(s.info)) {
-      if (!rt::config().test_stage_host || !known) return false;
-    }
-  } else if (!known) {
-    return false;  // host test mode: derived types only
-  }
-  s.plan = dtmpi::type::plan_for(type);
-  if (!s.plan) {
-    if (rt::on_gpu(s.info))
-      DTMPI_LOG(kError, "a GPU buffer with a datatype dtmpi cannot plan: passed to the system MPI");
-    return false;
-  }
-  s.bytes = int64_t{count} * s.plan->size;
-  const std::string& m = rt::config().method;
-  s.via_device = m == "staged" || (m != "oneshot" && s.bytes > kOneShotLimit);
-  return s.bytes <= INT32_MAX;
-}
-
-int raise(MPI_Comm comm, int code) {
-  PMPI_Comm_call_errhandler(comm, code);
-  return code;
-}
-
-// Packs a staged send into a new staging buffer.
-int stage_send(const void* buf, int count, const Staged& s, rt::Staging& out, MPI_Comm comm) {
-  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
+// Packs a single-message send into a new staging buffer.
+int stage_send(const tp::UserBuffer& b, bool via_device, rt::Staging& out, MPI_Comm comm) {
+  auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
   if (!st) return raise(comm, MPI_ERR_NO_MEM);
   out = st.value();
   rt::count(rt::Counter::kStagedSends);
-  auto ok = rt::stage_out(*s.plan, count, buf, s.info, out, s.via_device);
+  auto ok = rt::stage_out(*b.plan, b.count, b.ptr, b.info, out, via_device);
   if (!ok) {
     DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ok.error().what.c_str());
     rt::release_staging(out);
@@ -78,55 +40,67 @@ int stage_send(const void* buf, int count, const Staged& s, rt::Staging& out, MP
   return MPI_SUCCESS;
 }
 
-// Prepares a staged receive: the op to finish later and its staging buffer.
-int begin_receive(void* buf, int count, const Staged& s, rt::PendingOp& op, MPI_Comm comm) {
-  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
+// A staged send by whichever method applies; `request` null: blocking.
+int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  const int dest_world = tp::world_rank_of(comm, dest);
+  const tp::Method m = mode == Mode::kBuffered ? (b.bytes > 256 * 1024 ? tp::Method::kStaged : tp::Method::kOneShot)
+                                               : tp::choose_method(b.bytes, b.info, dest_world);
+  if (tp::is_multi(m)) {
+    int rc = tp::send_multi(b, m, dest, dest_world, tag, comm, mode == Mode::kSynchronous, request);
+    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
+  }
+  rt::Staging st;
+  if (int rc = stage_send(b, m == tp::Method::kStaged, st, comm); rc != MPI_SUCCESS) return rc;
+  const int n = static_cast<int>(b.bytes);
+  int rc;
+  if (!request) {
+    rc = mode == Mode::kSynchronous ? REAL(MPI_Ssend)(st.ptr, n, MPI_PACKED, dest, tag, comm)
+         : mode == Mode::kBuffered  ? REAL(MPI_Bsend)(st.ptr, n, MPI_PACKED, dest, tag, comm)
+                                    : REAL(MPI_Send)(st.ptr, n, MPI_PACKED, dest, tag, comm);
+    rt::release_staging(st);
+    return rc;
+  }
+  rc = mode == Mode::kSynchronous ? REAL(MPI_Issend)(st.ptr, n, MPI_PACKED, dest, tag, comm, request)
+       : mode == Mode::kBuffered  ? REAL(MPI_Ibsend)(st.ptr, n, MPI_PACKED, dest, tag, comm, request)
+                                  : REAL(MPI_Isend)(st.ptr, n, MPI_PACKED, dest, tag, comm, request);
+  if (rc != MPI_SUCCESS) {
+    rt::release_staging(st);
+    return rc;
+  }
+  rt::PendingOp op;  // a send keeps only its staging buffer until completion
+  op.staging = st;
+  rt::track(*request, std::move(op));
+  return rc;
+}
+
+// Prepares a single-message staged receive: the op to finish later.
+int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm) {
+  auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
   if (!st) return raise(comm, MPI_ERR_NO_MEM);
   rt::count(rt::Counter::kStagedRecvs);
   op.kind = rt::PendingOp::Kind::kRecv;
-  op.plan = s.plan;
-  op.count = count;
-  op.user = buf;
-  op.user_info = s.info;
-  op.via_device = s.via_device;
+  op.plan = b.plan;
+  op.count = b.count;
+  op.user = b.ptr;
+  op.user_info = b.info;
+  op.via_device = b.bytes > 256 * 1024;
   op.staging = st.value();
   return MPI_SUCCESS;
 }
 
-using SendFn = int (*)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
-
-int send_staged(SendFn send, const void* buf, int count, const Staged& s, int dest, int tag, MPI_Comm comm) {
-  rt::Staging st;
-  if (int rc = stage_send(buf, count, s, st, comm); rc != MPI_SUCCESS) return rc;
-  int rc = send(st.ptr, static_cast<int>(s.bytes), MPI_PACKED, dest, tag, comm);
-  rt::release_staging(st);
-  return rc;
-}
-
-}  // namespace
-
-DTMPI_EXPORT int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
-                          MPI_Comm comm) {
-  Staged s;
-  if (must_stage(buf, count, datatype, s)) return send_staged(REAL(MPI_Send), buf, count, s, dest, tag, comm);
-  return REAL(MPI_Send)(buf, count, datatype, dest, tag, comm);
-}
-
-DTMPI_EXPORT int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
-                           MPI_Comm comm) {
-  Staged s;
-  if (must_stage(buf, count, datatype, s)) return send_staged(REAL(MPI_Ssend), buf, count, s, dest, tag, comm);
-  return REAL(MPI_Ssend)(buf, count, datatype, dest, tag, comm);
-}
-
-DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
-                          MPI_Comm comm, MPI_Status* status) {
-  Staged s;
-  if (!must_stage(buf, count, datatype, s)) return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
+int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (r.multi) {
+    tp::ReceiveOp op(r.buffer, r.staged, comm);
+    int rc = op.receive_blocking(source, tag);
+    if (rc != MPI_SUCCESS) return raise(comm, rc);
+    rc = tp::run(op, status);
+    if (rc != MPI_SUCCESS && !op.error_reported) raise(comm, rc);
+    return rc;
+  }
   rt::PendingOp op;
-  if (int rc = begin_receive(buf, count, s, op, comm); rc != MPI_SUCCESS) return rc;
+  if (int rc = begin_receive(r.buffer, op, comm); rc != MPI_SUCCESS) return rc;
   MPI_Status local;
-  int rc = REAL(MPI_Recv)(op.staging.ptr, static_cast<int>(s.bytes), MPI_PACKED, source, tag, comm, &local);
+  int rc = REAL(MPI_Recv)(op.staging.ptr, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, &local);
   local.MPI_ERROR = rc;
   int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &local) : MPI_SUCCESS;
   rt::release_staging(op.staging);
@@ -135,29 +109,16 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
-                           MPI_Comm comm, MPI_Request* request) {
-  Staged s;
-  if (!must_stage(buf, count, datatype, s)) return REAL(MPI_Isend)(buf, count, datatype, dest, tag, comm, request);
-  rt::PendingOp op;  // a send keeps only its staging buffer until completion
-  if (int rc = stage_send(buf, count, s, op.staging, comm); rc != MPI_SUCCESS) return rc;
-  int rc = REAL(MPI_Isend)(op.staging.ptr, static_cast<int>(s.bytes), MPI_PACKED, dest, tag, comm, request);
-  if (rc != MPI_SUCCESS) {
-    rt::release_staging(op.staging);
-    return rc;
+int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (r.multi) {
+    auto op = std::make_unique<tp::ReceiveOp>(r.buffer, r.staged, comm);
+    int rc = op->post(source, tag);
+    if (rc == MPI_SUCCESS) rc = tp::start_with_request(std::move(op), request);
+    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
   }
-  rt::track(*request, std::move(op));
-  return rc;
-}
-
-DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
-                           MPI_Comm comm, MPI_Request* request) {
-  Staged s;
-  if (!must_stage(buf, count, datatype, s))
-    return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
   rt::PendingOp op;
-  if (int rc = begin_receive(buf, count, s, op, comm); rc != MPI_SUCCESS) return rc;
-  int rc = REAL(MPI_Irecv)(op.staging.ptr, static_cast<int>(s.bytes), MPI_PACKED, source, tag, comm, request);
+  if (int rc = begin_receive(r.buffer, op, comm); rc != MPI_SUCCESS) return rc;
+  int rc = REAL(MPI_Irecv)(op.staging.ptr, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, request);
   if (rc != MPI_SUCCESS) {
     rt::release_staging(op.staging);
     return rc;
@@ -166,16 +127,64 @@ DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int sour
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
-                              int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                              int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
-  Staged ss, rs;
-  const bool stage_s = must_stage(sendbuf, sendcount, sendtype, ss);
-  const bool stage_r = must_stage(recvbuf, recvcount, recvtype, rs);
+}  // namespace
+
+#define DTMPI_BLOCKING_SEND(NAME, MODE)                                                                \
+  DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,          \
+                        MPI_Comm comm) {                                                               \
+    tp::poll();                                                                                        \
+    tp::UserBuffer b;                                                                                  \
+    if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, nullptr);    \
+    return REAL(NAME)(buf, count, datatype, dest, tag, comm);                                          \
+  }
+#define DTMPI_NONBLOCKING_SEND(NAME, MODE)                                                             \
+  DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,          \
+                        MPI_Comm comm, MPI_Request* request) {                                         \
+    tp::poll();                                                                                        \
+    tp::UserBuffer b;                                                                                  \
+    if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, request);    \
+    return REAL(NAME)(buf, count, datatype, dest, tag, comm, request);                                 \
+  }
+
+// Ready mode is a hint an implementation may treat as standard mode.
+DTMPI_BLOCKING_SEND(MPI_Send, Mode::kStandard)
+DTMPI_BLOCKING_SEND(MPI_Rsend, Mode::kStandard)
+DTMPI_BLOCKING_SEND(MPI_Ssend, Mode::kSynchronous)
+DTMPI_BLOCKING_SEND(MPI_Bsend, Mode::kBuffered)
+DTMPI_NONBLOCKING_SEND(MPI_Isend, Mode::kStandard)
+DTMPI_NONBLOCKING_SEND(MPI_Irsend, Mode::kStandard)
+DTMPI_NONBLOCKING_SEND(MPI_Issend, Mode::kSynchronous)
+DTMPI_NONBLOCKING_SEND(MPI_Ibsend, Mode::kBuffered)
+
+DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                          MPI_Status* status) {
+  tp::poll();
+  RecvRoute r;
+  if (!route_receive(buf, count, datatype, r)) return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
+  return recv_blocking(r, source, tag, comm, status);
+}
+
+DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                           MPI_Request* request) {
+  tp::poll();
+  RecvRoute r;
+  if (!route_receive(buf, count, datatype, r))
+    return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
+  return recv_nonblocking(r, source, tag, comm, request);
+}
+
+DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                              void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                              MPI_Comm comm, MPI_Status* status) {
+  tp::poll();
+  tp::UserBuffer sb;
+  RecvRoute r;
+  const bool stage_s = must_stage(sendbuf, sendcount, sendtype, sb);
+  const bool stage_r = route_receive(recvbuf, recvcount, recvtype, r);
   if (!stage_s && !stage_r)
-    return REAL(MPI_Sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                              source, recvtag, comm, status);
-  // both halves through the request path, so either side may be staged
+    return REAL(MPI_Sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                              recvtag, comm, status);
+  // both halves through the interposed request path, so either may be staged
   MPI_Request reqs[2];
   int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
   if (rc != MPI_SUCCESS) return rc;
@@ -190,25 +199,34 @@ DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype s
 
 DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                                       int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
-  Staged s;
-  if (!must_stage(buf, count, datatype, s))
+  tp::poll();
+  tp::UserBuffer b;
+  RecvRoute r;
+  const bool staged = must_stage(buf, count, datatype, b);
+  if (!staged && !route_receive(buf, count, datatype, r))
     return REAL(MPI_Sendrecv_replace)(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
-  // pack first, then the receive may overwrite the buffer
-  rt::Staging out;
-  if (int rc = stage_send(buf, count, s, out, comm); rc != MPI_SUCCESS) return rc;
-  rt::PendingOp op;
-  if (int rc = begin_receive(buf, count, s, op, comm); rc != MPI_SUCCESS) {
-    rt::release_staging(out);
-    return rc;
+  // the outgoing data is copied before the receive may overwrite the buffer:
+  // a staged send packs inside MPI_Isend; a host buffer is packed here
+  MPI_Request sreq = MPI_REQUEST_NULL;
+  rt::Staging copy;
+  int rc;
+  if (staged) {
+    rc = MPI_Isend(buf, count, datatype, dest, sendtag, comm, &sreq);
+  } else {
+    int size = 0;
+    PMPI_Pack_size(count, datatype, comm, &size);
+    auto st = rt::acquire_staging(static_cast<size_t>(size));
+    if (!st) return raise(comm, MPI_ERR_NO_MEM);
+    copy = st.value();
+    int pos = 0;
+    rc = MPI_Pack(buf, count, datatype, copy.ptr, size, &pos, comm);
+    if (rc == MPI_SUCCESS) rc = REAL(MPI_Isend)(copy.ptr, pos, MPI_PACKED, dest, sendtag, comm, &sreq);
   }
-  MPI_Status local;
-  int rc = REAL(MPI_Sendrecv)(out.ptr, static_cast<int>(s.bytes), MPI_PACKED, dest, sendtag, op.staging.ptr,
-                              static_cast<int>(s.bytes), MPI_PACKED, source, recvtag, comm, &local);
-  local.MPI_ERROR = rc;
-  int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &local) : MPI_SUCCESS;
-  rt::release_staging(out);
-  rt::release_staging(op.staging);
-  if (status != MPI_STATUS_IGNORE) *status = local;
-  if (urc != MPI_SUCCESS) return raise(comm, urc);
+  if (rc == MPI_SUCCESS) rc = MPI_Recv(buf, count, datatype, source, recvtag, comm, status);
+  if (sreq != MPI_REQUEST_NULL) {
+    int wrc = MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) rc = wrc;
+  }
+  rt::release_staging(copy);
   return rc;
 }

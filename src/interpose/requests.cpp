@@ -1,6 +1,7 @@
 // The MPI_Wait* / MPI_Test* family, MPI_Request_free and
-// MPI_Request_get_status. Requests are the system MPI's own; when none carries
-// dtmpi work (runtime::any_tracked() is false) every call is a pass-through.
+// MPI_Request_get_status. Requests are the system MPI's own (generalized
+// requests for transfers dtmpi completes itself); when none carries dtmpi work
+// and no transfer is in flight every call is a pass-through.
 // Otherwise the handles are remembered before the call (MPI sets completed ones
 // to MPI_REQUEST_NULL), statuses are captured even when the application
 // ignores them (a staged receive needs its byte count), and each completed
@@ -10,10 +11,20 @@
 #include "interpose/export.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
+#include "transport/engine.hpp"
 
 namespace rt = dtmpi::runtime;
+namespace tp = dtmpi::transport;
 
 namespace {
+
+// Anything for dtmpi to do: tracked requests, or transfers in flight.
+inline bool idle() { return !rt::any_tracked() && !tp::busy(); }
+
+void progress_all() {
+  tp::poll();
+  rt::progress();
+}
 
 // Statuses for `n` requests, MPI_ERROR preset so that calls which succeed as a
 // whole (and leave MPI_ERROR alone) read as successes.
@@ -39,8 +50,17 @@ void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
 
 }  // namespace
 
+// While transfers are in flight a blocking wait must not sleep inside the
+// system MPI: the MPI_Wait* calls become progress + MPI_Test* loops.
 DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  if (!rt::any_tracked()) return REAL(MPI_Wait)(request, status);
+  if (idle()) return REAL(MPI_Wait)(request, status);
+  if (tp::busy()) {
+    for (;;) {
+      int flag = 0;
+      int rc = MPI_Test(request, &flag, status);
+      if (flag || rc != MPI_SUCCESS) return rc;
+    }
+  }
   rt::progress();
   const MPI_Request orig = *request;
   auto st = fresh_statuses(1);
@@ -52,8 +72,8 @@ DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 }
 
 DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  if (!rt::any_tracked()) return REAL(MPI_Test)(request, flag, status);
-  rt::progress();
+  if (idle()) return REAL(MPI_Test)(request, flag, status);
+  progress_all();
   const MPI_Request orig = *request;
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Test)(request, flag, st.data());
@@ -64,7 +84,14 @@ DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (!rt::any_tracked()) return REAL(MPI_Waitall)(count, requests, statuses);
+  if (idle()) return REAL(MPI_Waitall)(count, requests, statuses);
+  if (tp::busy()) {
+    for (;;) {
+      int flag = 0;
+      int rc = MPI_Testall(count, requests, &flag, statuses);
+      if (flag || rc != MPI_SUCCESS) return rc;
+    }
+  }
   rt::progress();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(count);
@@ -75,8 +102,8 @@ DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statu
 }
 
 DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  if (!rt::any_tracked()) return REAL(MPI_Testall)(count, requests, flag, statuses);
-  rt::progress();
+  if (idle()) return REAL(MPI_Testall)(count, requests, flag, statuses);
+  progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(count);
   int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
@@ -87,7 +114,14 @@ DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_S
 }
 
 DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (!rt::any_tracked()) return REAL(MPI_Waitany)(count, requests, index, status);
+  if (idle()) return REAL(MPI_Waitany)(count, requests, index, status);
+  if (tp::busy()) {
+    for (;;) {
+      int flag = 0;
+      int rc = MPI_Testany(count, requests, index, &flag, status);
+      if (flag || rc != MPI_SUCCESS) return rc;
+    }
+  }
   rt::progress();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(1);
@@ -99,8 +133,8 @@ DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_
 }
 
 DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  if (!rt::any_tracked()) return REAL(MPI_Testany)(count, requests, index, flag, status);
-  rt::progress();
+  if (idle()) return REAL(MPI_Testany)(count, requests, index, flag, status);
+  progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Testany)(count, requests, index, flag, st.data());
@@ -114,7 +148,7 @@ namespace {
 using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
 
 int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
-  rt::progress();
+  progress_all();
   std::vector<MPI_Request> orig(requests, requests + incount);
   auto st = fresh_statuses(incount);
   int rc = fn(incount, requests, outcount, indices, st.data());
@@ -128,13 +162,19 @@ int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indi
 
 DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                               MPI_Status statuses[]) {
-  if (!rt::any_tracked()) return REAL(MPI_Waitsome)(incount, requests, outcount, indices, statuses);
+  if (idle()) return REAL(MPI_Waitsome)(incount, requests, outcount, indices, statuses);
+  if (tp::busy()) {
+    for (;;) {
+      int rc = some(REAL(MPI_Testsome), incount, requests, outcount, indices, statuses);
+      if (*outcount != 0 || rc != MPI_SUCCESS) return rc;
+    }
+  }
   return some(REAL(MPI_Waitsome), incount, requests, outcount, indices, statuses);
 }
 
 DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                               MPI_Status statuses[]) {
-  if (!rt::any_tracked()) return REAL(MPI_Testsome)(incount, requests, outcount, indices, statuses);
+  if (idle()) return REAL(MPI_Testsome)(incount, requests, outcount, indices, statuses);
   return some(REAL(MPI_Testsome), incount, requests, outcount, indices, statuses);
 }
 
@@ -147,8 +187,8 @@ DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
 }
 
 DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
-  if (!rt::any_tracked()) return REAL(MPI_Request_get_status)(request, flag, status);
-  rt::progress();
+  if (idle()) return REAL(MPI_Request_get_status)(request, flag, status);
+  progress_all();
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Request_get_status)(request, flag, st.data());
   st[0].MPI_ERROR = rc;

@@ -17,8 +17,11 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
     {"DTMPI_METHOD", "auto",
-     "GPU point-to-point method: oneshot (kernel packs into mapped pinned memory), staged (pack on "
-     "the device, one DMA copy), auto (oneshot up to 256 KiB, staged above)"},
+     "GPU point-to-point method: oneshot, staged, pipelined, device or auto (see docs/point-to-point.md)"},
+    {"DTMPI_PIPELINE_CHUNK", "1048576", "bytes per chunk of the pipelined method"},
+    {"DTMPI_PIPELINE_MIN", "4194304", "auto: messages from this many packed bytes use the pipelined method"},
+    {"DTMPI_CUDA_AWARE", "auto",
+     "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
     {"DTMPI_GPU_ORDER", "stream",
      "stream: GPU work runs on dtmpi's own non-blocking streams; legacy: each operation first waits "
      "for the legacy default stream"},
@@ -38,6 +41,23 @@ std::string text(const char* name, const char* dflt) {
   return v && *v ? v : dflt;
 }
 
+// A byte count (plain integer, optional K/M/G suffix), at least `min`.
+int64_t bytes(const char* name, int64_t dflt, int64_t min) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (end && (*end == 'k' || *end == 'K')) n <<= 10;
+  if (end && (*end == 'm' || *end == 'M')) n <<= 20;
+  if (end && (*end == 'g' || *end == 'G')) n <<= 30;
+  if (end == v || n < min) {
+    DTMPI_LOG(kWarn, "%s=%s is not a byte count of at least %lld: using %lld", name, v,
+              static_cast<long long>(min), static_cast<long long>(dflt));
+    return dflt;
+  }
+  return n;
+}
+
 int level_of(const std::string& s) {
   if (s == "error") return 0;
   if (s == "info") return 2;
@@ -54,6 +74,9 @@ Config read_environment() {
   c.cuda = text("DTMPI_CUDA", "auto");
   c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "stream") == "legacy";
   c.method = text("DTMPI_METHOD", "auto");
+  c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{1} << 20, 4096);
+  c.pipeline_min = bytes("DTMPI_PIPELINE_MIN", int64_t{4} << 20, 0);
+  c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   log::g_level.store(level_of(c.log));
   return c;

@@ -23,6 +23,7 @@
 #include "pack/gpu_pack.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/config.hpp"
+#include "runtime/gpu_internal.hpp"
 
 namespace dtmpi::runtime {
 namespace {
@@ -87,6 +88,8 @@ Gpu& gpu() {
   return *g;
 }
 
+}  // namespace
+
 Result<cudaStream_t> stream_for(int device) {
   Gpu& g = gpu();
   cudaStream_t s;
@@ -130,21 +133,7 @@ BufferPool& pinned_pool() {
   return *g.pinned_pool;
 }
 
-// Makes `device` current for the scope, restoring the application's choice.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&prev_) == cudaSuccess && prev_ != device && cudaSetDevice(device) == cudaSuccess)
-      restore_ = true;
-  }
-  ~DeviceScope() {
-    if (restore_) cudaSetDevice(prev_);
-  }
-
- private:
-  int prev_ = 0;
-  bool restore_ = false;
-};
+namespace {
 
 // Classification through the runtime API alone (no driver entry points).
 PointerInfo query_runtime(const void* p) {
@@ -392,6 +381,19 @@ void release_gpu_resources() {
       g.spin_ok[d] = false;
     }
   }
+}
+
+bool allocation_of(const void* p, uintptr_t& start, size_t& size, unsigned long long& id) {
+  Gpu& g = gpu();
+  if (!g.enabled || !g.get_attr) return false;
+  const auto addr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+  CUdeviceptr lo = 0;
+  if (g.get_attr(&lo, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr) != CUDA_SUCCESS ||
+      g.get_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, addr) != CUDA_SUCCESS ||
+      g.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, addr) != CUDA_SUCCESS)
+    return false;
+  start = static_cast<uintptr_t>(lo);
+  return true;
 }
 
 }  // namespace dtmpi::runtime

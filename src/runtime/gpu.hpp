@@ -66,6 +66,46 @@ Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, co
 Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
                 const PointerInfo& ui, bool via_device);
 
+// --- Pieces of the multi-message transfers (src/transport) -----------------
+
+// A pooled device buffer on `device`.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t capacity = 0;
+  int cls = -1;
+  int device = -1;
+};
+Result<DeviceBuffer> acquire_device_buffer(int device, size_t bytes);
+void release_device_buffer(DeviceBuffer& b);
+
+// The device the calling thread uses (0 without CUDA).
+int current_device();
+
+// A copy queued on dtmpi's stream of `device` (any direction, UVA pointers),
+// and a marker that tells when it is done. Markers are pooled CUDA events.
+using GpuMarker = void*;
+Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int device);
+// True once the work before `m` is done; an error (a fault) is returned as such.
+Result<bool> marker_done(GpuMarker m);
+void release_marker(GpuMarker m);
+
+// CUDA IPC. A region of one process's device allocation that a process on the
+// same node can map: the allocation's handle, its buffer id (unique per
+// allocation for the life of the exporting process: the importer's cache key)
+// and where the region starts in it.
+struct IpcRegion {
+  unsigned char handle[64] = {};
+  uint64_t buffer_id = 0;
+  int64_t offset = 0;
+};
+// Exports the allocation holding device pointer `p` (cached per allocation).
+Result<IpcRegion> ipc_export(const void* p);
+// Maps `r` exported by process `peer` into `device` and returns the region's
+// address there. Mappings are cached per (peer, allocation) and the least
+// recently used are closed beyond a bound.
+Result<const void*> ipc_open(int peer, const IpcRegion& r, int device);
+void ipc_close_all();
+
 // Pool counters (allocations from CUDA, reuses, bytes held) as one line.
 std::string gpu_pool_stats();
 // Returns pooled buffers and streams to CUDA (at MPI_Finalize).

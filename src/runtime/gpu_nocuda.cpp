@@ -42,6 +42,16 @@ Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& stagin
   return ok_status();
 }
 
+Result<DeviceBuffer> acquire_device_buffer(int, size_t) { return Error{kErrUnsupported, "built without CUDA"}; }
+void release_device_buffer(DeviceBuffer& b) { b.ptr = nullptr; }
+int current_device() { return 0; }
+Result<GpuMarker> copy_async(void*, const void*, size_t, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<bool> marker_done(GpuMarker) { return true; }
+void release_marker(GpuMarker) {}
+Result<IpcRegion> ipc_export(const void*) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<const void*> ipc_open(int, const IpcRegion&, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+void ipc_close_all() {}
+
 std::string gpu_pool_stats() { return "built without CUDA"; }
 void release_gpu_resources() {}
 

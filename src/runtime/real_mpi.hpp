@@ -21,6 +21,11 @@
   X(MPI_Irecv)                  \
   X(MPI_Sendrecv)                \
   X(MPI_Ssend)                   \
+  X(MPI_Rsend)                   \
+  X(MPI_Bsend)                   \
+  X(MPI_Issend)                  \
+  X(MPI_Irsend)                  \
+  X(MPI_Ibsend)                  \
   X(MPI_Sendrecv_replace)        \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \

@@ -90,6 +90,13 @@ bool detach(MPI_Request req) {
   return true;  // still counted in g_tracked until finished
 }
 
+bool any_detached() {
+  if (!any_tracked()) return false;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  return !t.detached.empty();
+}
+
 void progress() {
   auto& t = table();
   std::vector<std::pair<MPI_Request, PendingOp>> done;

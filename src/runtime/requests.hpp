@@ -41,6 +41,8 @@ int finish_tracked(MPI_Request req, MPI_Status* status);
 bool detach(MPI_Request req);
 // Tests detached requests and finishes the completed ones.
 void progress();
+// True while requests the application freed early are still in flight.
+bool any_detached();
 
 // Finishes a receive staged in `op` whose status is `st` (shared with the
 // blocking paths): unpacks the elements that arrived.

@@ -16,6 +16,9 @@ enum class Counter : int {
   kForwarded,       // pack/unpack calls passed through
   kStagedSends,     // point-to-point sends staged through host buffers
   kStagedRecvs,     // point-to-point receives staged through host buffers
+  kMultiSends,      // multi-message sends (pipelined, IPC, rendezvous)
+  kMultiRecvs,      // receives that met a multi-message descriptor
+  kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kPackedBytes,
   kCount
 };

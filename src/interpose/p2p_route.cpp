@@ -1,0 +1,72 @@
+#include "interpose/p2p_route.hpp"
+
+#include "base/log.hpp"
+#include "runtime/config.hpp"
+#include "runtime/lifecycle.hpp"
+#include "transport/peers.hpp"
+#include "type/registry.hpp"
+
+namespace dtmpi::interpose {
+
+namespace rt = dtmpi::runtime;
+
+bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b) {
+  if (!rt::active() || count <= 0 || buf == nullptr) return false;
+  const bool gpu = rt::gpu_enabled();
+  if (!gpu && !rt::config().test_stage_host) return false;
+  const type::PackPlan* known = type::find_plan(type);
+  if (gpu) {
+    b.info = rt::pointer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0));
+    if (!rt::on_gpu(b.info)) {
+      if (!rt::config().test_stage_host || !known) return false;
+    }
+  } else if (!known) {
+    return false;  // host test mode: derived types only
+  }
+  b.plan = type::plan_for(type);
+  if (!b.plan) {
+    if (rt::on_gpu(b.info))
+      DTMPI_LOG(kError, "a GPU buffer with a datatype dtmpi cannot plan: passed to the system MPI");
+    return false;
+  }
+  b.ptr = const_cast<void*>(buf);
+  b.count = count;
+  b.type = type;
+  b.bytes = int64_t{count} * b.plan->size;
+  return b.bytes <= INT32_MAX;
+}
+
+bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r) {
+  if (must_stage(buf, count, type, r.buffer)) {
+    r.staged = true;
+    r.multi = r.buffer.bytes >= transport::kMultiMin && transport::descriptors_possible();
+    return true;
+  }
+  // a host buffer: it only needs us if a peer may send a descriptor into it
+  if (!rt::active() || !transport::descriptors_possible() || count <= 0 || buf == nullptr) return false;
+  const type::PackPlan* known = type::find_plan(type);
+  int64_t size = 0;
+  if (known) {
+    size = known->size;
+  } else {
+    int s = 0;
+    if (PMPI_Type_size(type, &s) != MPI_SUCCESS) return false;
+    size = s;
+  }
+  if (int64_t{count} * size < transport::kMultiMin || int64_t{count} * size > INT32_MAX) return false;
+  r.buffer.ptr = buf;
+  r.buffer.count = count;
+  r.buffer.type = type;
+  r.buffer.bytes = int64_t{count} * size;
+  r.buffer.plan = type::plan_for(type);  // null: the system MPI packs and unpacks
+  r.staged = false;
+  r.multi = true;
+  return true;
+}
+
+int raise(MPI_Comm comm, int code) {
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+}  // namespace dtmpi::interpose

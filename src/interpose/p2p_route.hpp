@@ -1,0 +1,25 @@
+// How a point-to-point buffer travels: straight to the system MPI, or through
+// src/transport (shared by the p2p, probe and persistent-request entry points).
+#pragma once
+#include <mpi.h>
+
+#include "transport/transfer.hpp"
+
+namespace dtmpi::interpose {
+
+// True if (buf, count, type) must be staged (GPU memory, or a derived type in
+// the host test mode); fills `b`. False: the system MPI takes it as it is.
+bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
+
+struct RecvRoute {
+  transport::UserBuffer buffer;
+  bool staged = false;  // lands in a staging buffer (else in the user's buffer)
+  bool multi = false;   // may meet a multi-message descriptor: a transport::ReceiveOp
+};
+// False: a plain receive the system MPI handles alone.
+bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r);
+
+// Passes `code` to the communicator's error handler and returns it.
+int raise(MPI_Comm comm, int code);
+
+}  // namespace dtmpi::interpose

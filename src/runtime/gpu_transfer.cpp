@@ -1,0 +1,174 @@
+// The CUDA pieces of multi-message transfers: pooled device buffers, copies
+// with completion markers, and CUDA IPC export/import with caches.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <list>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "base/cuda_check.hpp"
+#include "base/log.hpp"
+#include "runtime/gpu.hpp"
+#include "runtime/gpu_internal.hpp"
+
+namespace dtmpi::runtime {
+
+Result<DeviceBuffer> acquire_device_buffer(int device, size_t bytes) {
+  DeviceScope scope(device);
+  auto b = device_pool(device).acquire(bytes ? bytes : 1);
+  if (!b) return b.error();
+  return DeviceBuffer{b.value().ptr, b.value().capacity, b.value().cls, device};
+}
+
+void release_device_buffer(DeviceBuffer& b) {
+  if (!b.ptr) return;
+  device_pool(b.device).release(PooledBuffer{b.ptr, b.capacity, b.cls});
+  b.ptr = nullptr;
+}
+
+int current_device() {
+  int d = 0;
+  if (!gpu_enabled() || cudaGetDevice(&d) != cudaSuccess) return 0;
+  return d;
+}
+
+namespace {
+std::mutex g_markers_mu;
+std::vector<cudaEvent_t> g_free_markers;
+}  // namespace
+
+Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.value()));
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lock(g_markers_mu);
+    if (!g_free_markers.empty()) {
+      ev = g_free_markers.back();
+      g_free_markers.pop_back();
+    }
+  }
+  // an event records only on a stream of the device it was created on: a
+  // recycled event from another device fails to record and is replaced
+  if (ev && cudaEventRecord(ev, s.value()) == cudaSuccess) return static_cast<GpuMarker>(ev);
+  if (ev) {
+    cudaGetLastError();
+    cudaEventDestroy(ev);
+  }
+  DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s.value()));
+  return static_cast<GpuMarker>(ev);
+}
+
+Result<bool> marker_done(GpuMarker m) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(m));
+  if (e == cudaSuccess) return true;
+  if (e == cudaErrorNotReady) return false;
+  return Error{kErrCuda, std::string("cudaEventQuery: ") + cudaGetErrorString(e)};
+}
+
+void release_marker(GpuMarker m) {
+  if (!m) return;
+  std::lock_guard lock(g_markers_mu);
+  g_free_markers.push_back(static_cast<cudaEvent_t>(m));
+}
+
+// ---------------------------------------------------------------- CUDA IPC --
+namespace {
+
+struct Exported {
+  unsigned long long id;
+  size_t size;
+  cudaIpcMemHandle_t handle;
+};
+
+struct Imported {
+  const void* base;
+};
+
+constexpr size_t kMaxImported = 64;  // mappings kept open per process
+
+struct IpcCaches {
+  std::mutex mu;
+  std::map<uintptr_t, Exported> exported;  // allocation start -> handle
+  using Key = std::tuple<int, uint64_t, int>;  // peer, buffer id, device
+  std::list<std::pair<Key, Imported>> lru;     // most recent first
+  std::map<Key, std::list<std::pair<Key, Imported>>::iterator> imported;
+};
+
+IpcCaches& ipc() {
+  static auto* c = new IpcCaches;
+  return *c;
+}
+
+}  // namespace
+
+Result<IpcRegion> ipc_export(const void* p) {
+  uintptr_t start = 0;
+  size_t size = 0;
+  unsigned long long id = 0;
+  if (!allocation_of(p, start, size, id)) return Error{kErrUnsupported, "not a CUDA allocation"};
+  IpcRegion r;
+  r.buffer_id = id;
+  r.offset = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) - start);
+  auto& c = ipc();
+  std::lock_guard lock(c.mu);
+  auto it = c.exported.find(start);
+  if (it == c.exported.end() || it->second.id != id) {
+    cudaIpcMemHandle_t h;
+    // fails for memory that cannot be shared (cudaMallocAsync pools, VMM
+    // allocations without a shareable handle type): callers copy to a pool buffer
+    DTMPI_CUDA_CHECK(cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(start)));
+    it = c.exported.insert_or_assign(start, Exported{id, size, h}).first;
+  }
+  static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(r.handle));
+  std::memcpy(r.handle, &it->second.handle, sizeof(r.handle));
+  return r;
+}
+
+Result<const void*> ipc_open(int peer, const IpcRegion& r, int device) {
+  auto& c = ipc();
+  const IpcCaches::Key key{peer, r.buffer_id, device};
+  std::lock_guard lock(c.mu);
+  auto it = c.imported.find(key);
+  if (it != c.imported.end()) {
+    c.lru.splice(c.lru.begin(), c.lru, it->second);
+    return static_cast<const char*>(it->second->second.base) + r.offset;
+  }
+  DeviceScope scope(device);
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, r.handle, sizeof(h));
+  void* base = nullptr;
+  DTMPI_CUDA_CHECK(cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess));
+  c.lru.emplace_front(key, Imported{base});
+  c.imported[key] = c.lru.begin();
+  while (c.lru.size() > kMaxImported) {  // the peer may have freed these
+    auto& victim = c.lru.back();
+    DeviceScope vscope(std::get<2>(victim.first));
+    if (cudaIpcCloseMemHandle(const_cast<void*>(victim.second.base)) != cudaSuccess) cudaGetLastError();
+    c.imported.erase(victim.first);
+    c.lru.pop_back();
+  }
+  return static_cast<const char*>(base) + r.offset;
+}
+
+void ipc_close_all() {
+  if (!gpu_enabled()) return;
+  auto& c = ipc();
+  std::lock_guard lock(c.mu);
+  for (auto& [key, imp] : c.lru) {
+    DeviceScope scope(std::get<2>(key));
+    if (cudaIpcCloseMemHandle(const_cast<void*>(imp.base)) != cudaSuccess) cudaGetLastError();
+  }
+  c.lru.clear();
+  c.imported.clear();
+  c.exported.clear();
+}
+
+}  // namespace dtmpi::runtime

@@ -1,0 +1,99 @@
+#include "transport/descriptor.hpp"
+
+#include <cstddef>
+#include <cstring>
+
+namespace dtmpi::transport {
+namespace {
+
+constexpr uint64_t kMagic[2] = {0x64746d7069a5c3e1ULL, 0x5f6465736372ULL ^ 0x9e3779b97f4a7c15ULL};
+constexpr uint32_t kVersion = 1;
+
+// The fixed wire layout (little-endian host order: both ends run the same
+// library on the same kind of node).
+struct Wire_ {
+  uint64_t magic[2];
+  uint32_t version;
+  uint32_t wire;
+  int64_t total_bytes;
+  int32_t transfer_id, sender_world, receiver_world, user_tag;
+  int64_t chunk_bytes;
+  unsigned char ipc_handle[64];
+  uint64_t ipc_buffer_id;
+  int64_t ipc_offset;
+  unsigned char reserved[80];
+  uint64_t check[2];
+};
+static_assert(sizeof(Wire_) == kDescriptorBytes);
+
+uint64_t mix(uint64_t h, uint64_t v) {  // splitmix64 step over the running hash
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+// Two independently keyed 64-bit hashes of everything before `check`.
+void checksum(const Wire_& w, uint64_t out[2]) {
+  const auto* p = reinterpret_cast<const unsigned char*>(&w);
+  const size_t n = offsetof(Wire_, check);
+  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = 0;
+    std::memcpy(&v, p + i, 8);
+    a = mix(a, v);
+    b = mix(b ^ 0xa4093822299f31d0ULL, v + i);
+  }
+  out[0] = a;
+  out[1] = b;
+}
+
+}  // namespace
+
+void encode(const Descriptor& d, unsigned char* out) {
+  Wire_ w{};
+  w.magic[0] = kMagic[0];
+  w.magic[1] = kMagic[1];
+  w.version = kVersion;
+  w.wire = static_cast<uint32_t>(d.wire);
+  w.total_bytes = d.total_bytes;
+  w.transfer_id = d.transfer_id;
+  w.sender_world = d.sender_world;
+  w.receiver_world = d.receiver_world;
+  w.user_tag = d.user_tag;
+  w.chunk_bytes = d.chunk_bytes;
+  std::memcpy(w.ipc_handle, d.region.handle, sizeof(w.ipc_handle));
+  w.ipc_buffer_id = d.region.buffer_id;
+  w.ipc_offset = d.region.offset;
+  checksum(w, w.check);
+  std::memcpy(out, &w, sizeof(w));
+}
+
+std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, int receiver_world, int tag) {
+  Wire_ w;
+  std::memcpy(&w, bytes, sizeof(w));
+  if (w.magic[0] != kMagic[0] || w.magic[1] != kMagic[1] || w.version != kVersion) return std::nullopt;
+  uint64_t check[2];
+  checksum(w, check);
+  if (check[0] != w.check[0] || check[1] != w.check[1]) return std::nullopt;
+  if (w.sender_world != sender_world || w.receiver_world != receiver_world || w.user_tag != tag)
+    return std::nullopt;
+  if (w.wire < 1 || w.wire > 2 || w.total_bytes < kMultiMin) return std::nullopt;
+  Descriptor d;
+  d.wire = static_cast<Wire>(w.wire);
+  d.total_bytes = w.total_bytes;
+  d.transfer_id = w.transfer_id;
+  d.sender_world = w.sender_world;
+  d.receiver_world = w.receiver_world;
+  d.user_tag = w.user_tag;
+  d.chunk_bytes = w.chunk_bytes;
+  std::memcpy(d.region.handle, w.ipc_handle, sizeof(w.ipc_handle));
+  d.region.buffer_id = w.ipc_buffer_id;
+  d.region.offset = w.ipc_offset;
+  return d;
+}
+
+}  // namespace dtmpi::transport

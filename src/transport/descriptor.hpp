@@ -1,0 +1,51 @@
+// The first message of a multi-message transfer. It travels on the user's
+// envelope (communicator, peer, tag), so the system MPI matches it exactly as
+// it would match the whole message: wildcards and the non-overtaking order
+// stay the system MPI's. Everything after it goes over the private
+// communicator under the transfer's own tag.
+//
+// A receiver cannot tell a descriptor from a message of raw packed bytes by
+// its envelope, so a descriptor identifies itself: it has exactly
+// kDescriptorBytes, starts with a 128-bit magic and ends with a 128-bit keyed
+// checksum over its fields and the envelope it was sent on. Multi-message
+// methods are only used from kMultiMin bytes, far above kDescriptorBytes, so
+// a receive bound below kMultiMin never needs to look.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "runtime/gpu.hpp"
+
+namespace dtmpi::transport {
+
+inline constexpr int kDescriptorBytes = 232;
+inline constexpr int64_t kMultiMin = 64 * 1024;
+
+enum class Wire : uint32_t {
+  kPipelined = 1,  // payload follows in chunks on the private communicator
+  kIpc = 2,        // payload readable at `region` over CUDA IPC; answer with an Ack
+};
+
+// Answers on ack_tag: what the receiver did with a kIpc transfer. kSendPayload
+// (the region cannot be mapped here): the sender sends the packed bytes on the
+// private communicator from its progress, and pipelines later transfers.
+enum class Ack : int32_t { kRead = 0, kSendPayload = 1, kDiscard = 2 };
+
+struct Descriptor {
+  Wire wire = Wire::kPipelined;
+  int64_t total_bytes = 0;    // packed bytes of the whole message
+  int32_t transfer_id = 0;
+  int32_t sender_world = -1;
+  int32_t receiver_world = -1;
+  int32_t user_tag = 0;
+  int64_t chunk_bytes = 0;    // kPipelined
+  runtime::IpcRegion region;  // kIpc
+};
+
+// Writes `d` as exactly kDescriptorBytes bytes.
+void encode(const Descriptor& d, unsigned char* out);
+// The descriptor in `bytes` (kDescriptorBytes long) if it is one and was sent
+// by `sender_world` to `receiver_world` with tag `tag`; nullopt otherwise.
+std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, int receiver_world, int tag);
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,152 @@
+#include "transport/engine.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+#include "base/log.hpp"
+
+namespace dtmpi::transport {
+
+std::atomic<int> g_active_ops{0};
+
+namespace {
+
+// What the generalized request's callbacks see. Owned jointly by the engine
+// (until the operation finishes) and MPI (until free_fn).
+struct GrequestState {
+  std::atomic<int> refs{2};
+  Operation* op = nullptr;  // guarded by Engine::mu; null once finished
+  int source = MPI_ANY_SOURCE, tag = MPI_ANY_TAG, error = MPI_SUCCESS;
+  int64_t bytes = 0;
+  bool cancelled = false;
+};
+
+void unref(GrequestState* s) {
+  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+}
+
+struct Entry {
+  std::unique_ptr<Operation> op;
+  GrequestState* state = nullptr;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+struct Engine {
+  std::mutex mu;
+  std::vector<Entry> ops;
+};
+
+Engine& engine() {
+  static auto* e = new Engine;
+  return *e;
+}
+
+int query_fn(void* extra, MPI_Status* status) {
+  auto* s = static_cast<GrequestState*>(extra);
+  status->MPI_SOURCE = s->source;
+  status->MPI_TAG = s->tag;
+  status->MPI_ERROR = s->error;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(s->bytes));
+  PMPI_Status_set_cancelled(status, s->cancelled ? 1 : 0);
+  return s->error;
+}
+
+int free_fn(void* extra) {
+  unref(static_cast<GrequestState*>(extra));
+  return MPI_SUCCESS;
+}
+
+int cancel_fn(void* extra, int complete) {
+  if (complete) return MPI_SUCCESS;
+  auto* s = static_cast<GrequestState*>(extra);
+  std::lock_guard lock(engine().mu);
+  if (s->op) s->op->cancel();
+  return MPI_SUCCESS;
+}
+
+thread_local bool t_in_progress = false;
+
+}  // namespace
+
+void fill_status(const Operation& op, MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = op.source;
+  status->MPI_TAG = op.tag;
+  status->MPI_ERROR = op.error;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(op.bytes));
+  PMPI_Status_set_cancelled(status, op.cancelled ? 1 : 0);
+}
+
+void progress() {
+  if (t_in_progress) return;
+  Engine& e = engine();
+  std::unique_lock lock(e.mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another thread is progressing
+  t_in_progress = true;
+  for (size_t i = 0; i < e.ops.size();) {
+    Entry& en = e.ops[i];
+    if (!en.op->step()) {
+      ++i;
+      continue;
+    }
+    if (en.state) {
+      GrequestState* s = en.state;
+      s->source = en.op->source;
+      s->tag = en.op->tag;
+      s->error = en.op->error;
+      s->bytes = en.op->bytes;
+      s->cancelled = en.op->cancelled;
+      s->op = nullptr;
+      PMPI_Grequest_complete(en.request);
+      unref(s);
+    }
+    e.ops[i] = std::move(e.ops.back());
+    e.ops.pop_back();
+    g_active_ops.fetch_sub(1, std::memory_order_relaxed);
+  }
+  t_in_progress = false;
+}
+
+void start_background(std::unique_ptr<Operation> op) {
+  Engine& e = engine();
+  std::lock_guard lock(e.mu);
+  e.ops.push_back(Entry{std::move(op), nullptr, MPI_REQUEST_NULL});
+  g_active_ops.fetch_add(1, std::memory_order_relaxed);
+}
+
+int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
+  auto* state = new GrequestState;
+  state->op = op.get();
+  int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, state, request);
+  if (rc != MPI_SUCCESS) {
+    delete state;
+    return rc;
+  }
+  Engine& e = engine();
+  std::lock_guard lock(e.mu);
+  e.ops.push_back(Entry{std::move(op), state, *request});
+  g_active_ops.fetch_add(1, std::memory_order_relaxed);
+  return MPI_SUCCESS;
+}
+
+int run(Operation& op, MPI_Status* status) {
+  while (!op.step()) progress();
+  fill_status(op, status);
+  return op.error;
+}
+
+void drain() {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool warned = false;
+  while (busy()) {
+    progress();
+    if (!warned && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+      DTMPI_LOG(kWarn, "MPI_Finalize: %d transfers still in flight after 10 s (a peer has not received them)",
+                g_active_ops.load());
+      warned = true;
+    }
+  }
+}
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,60 @@
+// The progress engine of multi-message transfers. An Operation is a small
+// state machine whose step() advances without blocking (tests system MPI
+// requests and GPU markers, starts the next stage). Operations either run in
+// the background (the rest of a send whose application request already
+// completed) or stand behind a generalized request the application holds (a
+// receive that may turn out to be multi-message). Progress runs whenever
+// control enters dtmpi; the interposed MPI_Wait* family turns into
+// progress + MPI_Test* loops while operations are in flight, so a blocking
+// wait never sleeps inside the system MPI while dtmpi work is due.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace dtmpi::transport {
+
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  // Advances without blocking; true when finished (result fields set).
+  virtual bool step() = 0;
+  // MPI_Cancel of the application's request: best effort.
+  virtual void cancel() {}
+
+  // Result, reported in the application's status.
+  int source = MPI_ANY_SOURCE;
+  int tag = MPI_ANY_TAG;
+  int64_t bytes = 0;
+  int error = MPI_SUCCESS;
+  bool cancelled = false;
+  // The system MPI already passed `error` to the communicator's error handler.
+  bool error_reported = false;
+};
+
+extern std::atomic<int> g_active_ops;
+// True while any operation is in flight: progress is due.
+inline bool busy() { return g_active_ops.load(std::memory_order_relaxed) != 0; }
+
+// Advances every operation once (never blocks, never recurses).
+void progress();
+inline void poll() {
+  if (busy()) progress();
+}
+
+// Hands `op` to the engine; it finishes in the background.
+void start_background(std::unique_ptr<Operation> op);
+// Hands `op` to the engine behind a new generalized request in `*request`,
+// completed when the operation finishes. Returns an MPI error code.
+int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request);
+// Drives `op` (and everything else) to completion: blocking calls. Writes
+// `status` unless MPI_STATUS_IGNORE; returns op's error.
+int run(Operation& op, MPI_Status* status);
+// Writes op's result into `status`.
+void fill_status(const Operation& op, MPI_Status* status);
+// At MPI_Finalize: finishes everything still in flight.
+void drain();
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,157 @@
+#include "transport/peers.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/log.hpp"
+#include "runtime/config.hpp"
+#include "runtime/gpu.hpp"
+
+namespace dtmpi::transport {
+namespace {
+
+struct PeerFacts {
+  int32_t node;  // world rank of the lowest rank on the same node
+  int32_t gpu;   // 1 if that rank uses a GPU
+};
+
+std::mutex g_no_ipc_mu;
+std::vector<int> g_no_ipc;  // peers whose IPC regions could not be mapped
+
+struct Peers {
+  bool ready = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int32_t id_limit = 16383;  // data_tag/ack_tag stay below the tag upper bound
+  std::vector<PeerFacts> facts;
+  bool descriptors = false;
+  int keyval = MPI_KEYVAL_INVALID;
+  std::atomic<int32_t> next_id{0};
+};
+
+Peers& peers() {
+  static auto* p = new Peers;
+  return *p;
+}
+
+// Rank translation of one communicator, kept as an attribute on it.
+struct RankMap {
+  std::vector<int> world;
+};
+
+int delete_rank_map(MPI_Comm, int, void* value, void*) {
+  delete static_cast<RankMap*>(value);
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int init_peers() {
+  Peers& p = peers();
+  if (p.ready) return MPI_SUCCESS;
+  int rc = PMPI_Comm_dup(MPI_COMM_WORLD, &p.comm);
+  if (rc != MPI_SUCCESS) return rc;
+  PMPI_Comm_set_name(p.comm, const_cast<char*>("dtmpi private"));
+  PMPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
+  int size = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  void* ub = nullptr;
+  int flag = 0;
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  if (flag) p.id_limit = (*static_cast<int*>(ub) - 1) / 2;
+  MPI_Comm node = MPI_COMM_NULL;
+  rc = PMPI_Comm_split_type(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  if (rc != MPI_SUCCESS) return rc;
+  PeerFacts mine{p.rank, runtime::gpu_enabled() ? 1 : 0};
+  PMPI_Allreduce(MPI_IN_PLACE, &mine.node, 1, MPI_INT32_T, MPI_MIN, node);
+  PMPI_Comm_free(&node);
+  p.facts.resize(static_cast<size_t>(size));
+  rc = PMPI_Allgather(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
+  if (rc != MPI_SUCCESS) return rc;
+  p.descriptors = runtime::config().test_stage_host;
+  for (const auto& f : p.facts) p.descriptors = p.descriptors || f.gpu;
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_rank_map, &p.keyval, nullptr);
+  p.ready = true;
+  return MPI_SUCCESS;
+}
+
+void finalize_peers() {
+  Peers& p = peers();
+  if (!p.ready) return;
+  p.ready = false;
+  PMPI_Comm_free(&p.comm);
+  PMPI_Comm_free_keyval(&p.keyval);
+}
+
+bool peers_ready() { return peers().ready; }
+MPI_Comm private_comm() { return peers().comm; }
+int my_world_rank() { return peers().rank; }
+bool descriptors_possible() { return peers().ready && peers().descriptors; }
+
+int world_rank_of(MPI_Comm comm, int rank) {
+  Peers& p = peers();
+  if (!p.ready || rank < 0) return -1;
+  if (comm == MPI_COMM_WORLD) return rank;
+  void* value = nullptr;
+  int flag = 0;
+  PMPI_Comm_get_attr(comm, p.keyval, &value, &flag);
+  auto* map = static_cast<RankMap*>(value);
+  if (!flag) {
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    MPI_Group group, world;
+    if (inter)
+      PMPI_Comm_remote_group(comm, &group);
+    else
+      PMPI_Comm_group(comm, &group);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    int n = 0;
+    PMPI_Group_size(group, &n);
+    map = new RankMap;
+    std::vector<int> ranks(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) ranks[static_cast<size_t>(i)] = i;
+    map->world.resize(static_cast<size_t>(n));
+    PMPI_Group_translate_ranks(group, n, ranks.data(), world, map->world.data());
+    PMPI_Group_free(&group);
+    PMPI_Group_free(&world);
+    PMPI_Comm_set_attr(comm, p.keyval, map);
+  }
+  if (rank >= static_cast<int>(map->world.size())) return -1;
+  const int w = map->world[static_cast<size_t>(rank)];
+  return w == MPI_UNDEFINED ? -1 : w;
+}
+
+bool same_node(int w) {
+  Peers& p = peers();
+  return w >= 0 && static_cast<size_t>(w) < p.facts.size() &&
+         p.facts[static_cast<size_t>(w)].node == p.facts[static_cast<size_t>(p.rank)].node;
+}
+
+bool peer_uses_gpu(int w) {
+  Peers& p = peers();
+  return w >= 0 && static_cast<size_t>(w) < p.facts.size() && p.facts[static_cast<size_t>(w)].gpu;
+}
+
+bool ipc_possible(int w) {
+  if (!same_node(w) || !peer_uses_gpu(w) || !runtime::gpu_enabled()) return false;
+  std::lock_guard lock(g_no_ipc_mu);
+  return std::find(g_no_ipc.begin(), g_no_ipc.end(), w) == g_no_ipc.end();
+}
+
+void mark_no_ipc(int w) {
+  std::lock_guard lock(g_no_ipc_mu);
+  if (std::find(g_no_ipc.begin(), g_no_ipc.end(), w) == g_no_ipc.end()) g_no_ipc.push_back(w);
+}
+
+int32_t next_transfer_id() {
+  Peers& p = peers();
+  return p.next_id.fetch_add(1, std::memory_order_relaxed) % p.id_limit;
+}
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,335 @@
+// The receiving half: a landing receive on the user's envelope, then, if what
+// landed is a descriptor, the rest of the transfer.
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.hpp"
+#include "pack/cpu_pack.hpp"
+#include "runtime/stats.hpp"
+#include "transport/peers.hpp"
+#include "transport/transfer.hpp"
+
+namespace dtmpi::transport {
+
+namespace rt = dtmpi::runtime;
+
+ReceiveOp::ReceiveOp(const UserBuffer& b, bool staged, MPI_Comm comm) : b_(b), staged_(staged), comm_(comm) {}
+
+ReceiveOp::~ReceiveOp() {
+  for (auto m : markers_) rt::release_marker(m);
+  if (!payload_is_landing_) rt::release_staging(payload_);
+  rt::release_staging(landing_);
+  rt::release_device_buffer(device_);
+}
+
+int ReceiveOp::post(int source, int tag) {
+  if (staged_) {
+    auto st = rt::acquire_staging(static_cast<size_t>(b_.bytes));
+    if (!st) return MPI_ERR_NO_MEM;
+    landing_ = st.value();
+    rt::count(rt::Counter::kStagedRecvs);
+    return PMPI_Irecv(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &landing_req_);
+  }
+  return PMPI_Irecv(b_.ptr, b_.count, b_.type, source, tag, comm_, &landing_req_);
+}
+
+int ReceiveOp::receive_blocking(int source, int tag) {
+  MPI_Status st;
+  int rc;
+  if (staged_) {
+    auto s = rt::acquire_staging(static_cast<size_t>(b_.bytes));
+    if (!s) return MPI_ERR_NO_MEM;
+    landing_ = s.value();
+    rt::count(rt::Counter::kStagedRecvs);
+    rc = PMPI_Recv(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &st);
+  } else {
+    rc = PMPI_Recv(b_.ptr, b_.count, b_.type, source, tag, comm_, &st);
+  }
+  st.MPI_ERROR = rc;
+  landed(st);
+  return MPI_SUCCESS;
+}
+
+void ReceiveOp::fail(int code) {
+  error = code;
+  state_ = State::kDone;
+}
+
+void ReceiveOp::cancel() {
+  if (state_ == State::kLanding && landing_req_ != MPI_REQUEST_NULL) PMPI_Cancel(&landing_req_);
+}
+
+// The descriptor in the landing message, if it is one.
+bool ReceiveOp::read_descriptor(int received, const MPI_Status& st, Descriptor& d) {
+  if (received != kDescriptorBytes) return false;
+  const int sender = world_rank_of(comm_, st.MPI_SOURCE);
+  if (sender < 0) return false;
+  unsigned char bytes[kDescriptorBytes];
+  if (staged_) {
+    std::memcpy(bytes, landing_.ptr, kDescriptorBytes);
+  } else {
+    // the descriptor was written through the user's type: read it back
+    const int64_t size = b_.plan ? b_.plan->size : 0;
+    if (b_.plan && size > 0) {
+      const int64_t n = std::min<int64_t>(b_.count, (kDescriptorBytes + size - 1) / size);
+      std::vector<unsigned char> tmp(static_cast<size_t>(n * size));
+      pack::pack_host(*b_.plan, n, b_.ptr, tmp.data());
+      std::memcpy(bytes, tmp.data(), kDescriptorBytes);
+    } else {
+      int tsize = 0;
+      PMPI_Type_size(b_.type, &tsize);
+      if (tsize <= 0) return false;
+      const int n = std::min(b_.count, (kDescriptorBytes + tsize - 1) / tsize);
+      std::vector<unsigned char> tmp(static_cast<size_t>(n) * static_cast<size_t>(tsize));
+      int pos = 0;
+      if (PMPI_Pack(b_.ptr, n, b_.type, tmp.data(), static_cast<int>(tmp.size()), &pos, comm_) != MPI_SUCCESS)
+        return false;
+      std::memcpy(bytes, tmp.data(), kDescriptorBytes);
+    }
+  }
+  auto decoded = decode(bytes, sender, my_world_rank(), st.MPI_TAG);
+  if (!decoded) return false;
+  d = *decoded;
+  return true;
+}
+
+// Unpacks `bytes` packed bytes held in host memory into the user's buffer
+// (whole elements; a partial element is reported).
+void ReceiveOp::deliver_packed(const void* packed, int64_t nbytes) {
+  const int64_t size = b_.bytes / std::max(b_.count, 1);
+  const int64_t elements = size > 0 ? nbytes / size : 0;
+  if (size > 0 && nbytes % size != 0)
+    DTMPI_LOG(kWarn, "received %lld bytes, not a whole number of %lld-byte elements", static_cast<long long>(nbytes),
+              static_cast<long long>(size));
+  if (elements == 0) return;
+  if (b_.plan) {
+    rt::Staging view;
+    view.ptr = const_cast<void*>(packed);
+    view.pinned = packed == landing_.ptr ? landing_.pinned : payload_.pinned;
+    auto ok = rt::stage_in(*b_.plan, elements, view, b_.ptr, b_.info, true);
+    if (!ok) {
+      DTMPI_LOG(kError, "unpacking a received message failed: %s", ok.error().what.c_str());
+      error = MPI_ERR_OTHER;
+    }
+    return;
+  }
+  int pos = 0;
+  int rc = PMPI_Unpack(packed, static_cast<int>(nbytes), &pos, b_.ptr, static_cast<int>(elements), b_.type, comm_);
+  if (rc != MPI_SUCCESS) error = rc;
+}
+
+void ReceiveOp::landed(MPI_Status& st) {
+  source = st.MPI_SOURCE;
+  tag = st.MPI_TAG;
+  int c = 0;
+  PMPI_Test_cancelled(&st, &c);
+  if (c) {
+    cancelled = true;
+    state_ = State::kDone;
+    return;
+  }
+  if (st.MPI_ERROR != MPI_SUCCESS) {
+    error_reported = true;
+    return fail(st.MPI_ERROR);
+  }
+  int received = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &received);
+  bytes = received;
+  Descriptor d;
+  if (read_descriptor(received, st, d)) return begin_multi(d);
+  if (staged_) deliver_packed(landing_.ptr, received);
+  state_ = State::kDone;
+}
+
+void ReceiveOp::send_ack(Ack a) {
+  ack_ = static_cast<int32_t>(a);
+  PMPI_Isend(&ack_, 1, MPI_INT32_T, d_.sender_world, ack_tag(d_.transfer_id), private_comm(), &ack_req_);
+}
+
+void ReceiveOp::begin_multi(const Descriptor& d) {
+  d_ = d;
+  bytes = d.total_bytes;
+  rt::count(rt::Counter::kMultiRecvs);
+  if (d.total_bytes > b_.bytes) {  // longer than the receive: MPI_ERR_TRUNCATE, drain the sender
+    bytes = b_.bytes;
+    pending_error_ = MPI_ERR_TRUNCATE;
+    if (d.wire == Wire::kPipelined) {
+      auto st = rt::acquire_staging(static_cast<size_t>(std::min(d.chunk_bytes, d.total_bytes)));
+      if (!st) return fail(MPI_ERR_NO_MEM);
+      payload_ = st.value();
+      chunks_.assign(static_cast<size_t>((d.total_bytes + d.chunk_bytes - 1) / d.chunk_bytes), MPI_REQUEST_NULL);
+      chunks_copied_ = 0;
+      state_ = State::kDrain;
+      return;
+    }
+    send_ack(Ack::kDiscard);
+    state_ = State::kAck;
+    return;
+  }
+  // where the packed stream lands in host memory: the landing buffer when it
+  // is one of ours (it holds the receive bound), else a new one
+  if (d.wire != Wire::kIpc) {
+    if (staged_) {
+      payload_ = landing_;
+      payload_is_landing_ = true;
+    } else {
+      auto st = rt::acquire_staging(static_cast<size_t>(d.total_bytes));
+      if (!st) return fail(MPI_ERR_NO_MEM);
+      payload_ = st.value();
+    }
+  }
+  if (d.wire == Wire::kPipelined) {
+    const int64_t n = (d.total_bytes + d.chunk_bytes - 1) / d.chunk_bytes;
+    chunks_.assign(static_cast<size_t>(n), MPI_REQUEST_NULL);
+    auto* host = static_cast<char*>(payload_.ptr);
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t off = k * d.chunk_bytes, len = std::min(d.chunk_bytes, d.total_bytes - off);
+      int rc = PMPI_Irecv(host + off, static_cast<int>(len), MPI_PACKED, d.sender_world, data_tag(d.transfer_id),
+                          private_comm(), &chunks_[static_cast<size_t>(k)]);
+      if (rc != MPI_SUCCESS) return fail(rc);
+    }
+    if (rt::on_gpu(b_.info)) {
+      auto dev = rt::acquire_device_buffer(b_.info.device, static_cast<size_t>(d.total_bytes));
+      if (!dev) return fail(MPI_ERR_NO_MEM);
+      device_ = dev.value();
+    }
+    state_ = State::kChunks;
+    return;
+  }
+  if (d.wire == Wire::kIpc && read_over_ipc()) {
+    send_ack(Ack::kRead);
+    state_ = State::kAck;
+    return;
+  }
+  // the region cannot be mapped here: ask for the bytes
+  if (!payload_.ptr) {
+    auto st = rt::acquire_staging(static_cast<size_t>(d.total_bytes));
+    if (!st) return fail(MPI_ERR_NO_MEM);
+    payload_ = st.value();
+  }
+  int rc = PMPI_Irecv(payload_.ptr, static_cast<int>(d.total_bytes), MPI_PACKED, d.sender_world,
+                      data_tag(d.transfer_id), private_comm(), &payload_req_);
+  if (rc != MPI_SUCCESS) return fail(rc);
+  send_ack(Ack::kSendPayload);
+  state_ = State::kPayload;
+}
+
+// Unpacks straight from the sender's device buffer, mapped over CUDA IPC.
+bool ReceiveOp::read_over_ipc() {
+  if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0) return false;
+  const int device = rt::on_gpu(b_.info) ? b_.info.device : rt::current_device();
+  auto peer = rt::ipc_open(d_.sender_world, d_.region, device);
+  if (!peer) {
+    static bool once = [&] {
+      DTMPI_LOG(kWarn, "CUDA IPC with rank %d impossible (%s): device transfers go through host memory",
+                d_.sender_world, peer.error().what.c_str());
+      return true;
+    }();
+    (void)once;
+    return false;
+  }
+  rt::PointerInfo pi;
+  pi.kind = rt::MemKind::kDevice;
+  pi.device = device;
+  const int64_t elements = d_.total_bytes / b_.plan->size;
+  rt::count(rt::Counter::kIpcReads);
+  auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info);
+  if (!ok) {
+    DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
+    error = MPI_ERR_OTHER;
+  }
+  return true;
+}
+
+// Chunks arrive in order; each one is copied to the device as it lands, and
+// the unpack runs once the last copy is queued.
+bool ReceiveOp::step_chunks() {
+  const bool gpu = device_.ptr != nullptr;
+  while (chunks_copied_ < chunks_.size()) {
+    int flag = 0;
+    PMPI_Test(&chunks_[chunks_copied_], &flag, MPI_STATUS_IGNORE);
+    if (!flag) return false;
+    if (gpu) {
+      const int64_t off = static_cast<int64_t>(chunks_copied_) * d_.chunk_bytes;
+      const int64_t len = std::min(d_.chunk_bytes, d_.total_bytes - off);
+      auto m = rt::copy_async(static_cast<char*>(device_.ptr) + off, static_cast<char*>(payload_.ptr) + off,
+                              static_cast<size_t>(len), device_.device);
+      if (!m) {
+        DTMPI_LOG(kError, "host-to-device copy failed: %s", m.error().what.c_str());
+        error = MPI_ERR_OTHER;
+      } else {
+        markers_.push_back(m.value());
+      }
+    }
+    ++chunks_copied_;
+  }
+  if (!gpu) {
+    deliver_packed(payload_.ptr, d_.total_bytes);
+    return true;
+  }
+  rt::PointerInfo di;
+  di.kind = rt::MemKind::kDevice;
+  di.device = device_.device;
+  const int64_t elements = d_.total_bytes / b_.plan->size;
+  auto ok = rt::gpu_unpack(*b_.plan, elements, device_.ptr, di, b_.ptr, b_.info);  // same stream: after the copies
+  if (!ok) {
+    DTMPI_LOG(kError, "unpacking a pipelined message failed: %s", ok.error().what.c_str());
+    error = MPI_ERR_OTHER;
+  }
+  return true;
+}
+
+bool ReceiveOp::step() {
+  int flag = 0;
+  switch (state_) {
+    case State::kLanding: {
+      MPI_Status st;
+      int rc = PMPI_Test(&landing_req_, &flag, &st);
+      if (rc != MPI_SUCCESS) {
+        error_reported = true;
+        fail(rc);
+        return true;
+      }
+      if (!flag) return false;
+      st.MPI_ERROR = MPI_SUCCESS;
+      landed(st);
+      return step();
+    }
+    case State::kChunks:
+      if (!step_chunks()) return false;
+      state_ = State::kDone;
+      return true;
+    case State::kDrain:
+      while (chunks_copied_ < chunks_.size()) {
+        MPI_Request& r = chunks_[chunks_copied_];
+        if (r == MPI_REQUEST_NULL) {
+          const int64_t off = static_cast<int64_t>(chunks_copied_) * d_.chunk_bytes;
+          PMPI_Irecv(payload_.ptr, static_cast<int>(std::min(d_.chunk_bytes, d_.total_bytes - off)), MPI_PACKED,
+                     d_.sender_world, data_tag(d_.transfer_id), private_comm(), &r);
+        }
+        PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+        if (!flag) return false;
+        ++chunks_copied_;
+      }
+      error = pending_error_;
+      state_ = State::kDone;
+      return true;
+    case State::kPayload:
+      PMPI_Test(&payload_req_, &flag, MPI_STATUS_IGNORE);
+      if (!flag) return false;
+      deliver_packed(payload_.ptr, d_.total_bytes);
+      state_ = State::kAck;
+      return step();
+    case State::kAck:
+      PMPI_Test(&ack_req_, &flag, MPI_STATUS_IGNORE);
+      if (!flag) return false;
+      if (pending_error_ != MPI_SUCCESS) error = pending_error_;
+      state_ = State::kDone;
+      return true;
+    case State::kDone:
+      return true;
+  }
+  return true;
+}
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,267 @@
+// The sending half of the multi-message methods and the method choice.
+#include <algorithm>
+
+#include "base/log.hpp"
+#include "pack/cpu_pack.hpp"
+#include "runtime/config.hpp"
+#include "runtime/requests.hpp"
+#include "runtime/stats.hpp"
+#include "transport/peers.hpp"
+#include "transport/transfer.hpp"
+
+namespace dtmpi::transport {
+
+namespace rt = dtmpi::runtime;
+
+namespace {
+
+constexpr int64_t kOneShotLimit = 256 * 1024;
+
+// What remains of a send after the application's request completed.
+class SendTail final : public Operation {
+ public:
+  ~SendTail() override {
+    for (auto m : markers) rt::release_marker(m);
+    rt::release_staging(staging);
+    rt::release_device_buffer(device);
+  }
+  bool step() override;
+
+  Wire wire = Wire::kPipelined;
+  int32_t id = 0;
+  int peer_world = -1;
+  rt::Staging staging;       // packed bytes in host memory
+  rt::DeviceBuffer device;   // packed bytes on the GPU (IPC)
+  std::vector<rt::GpuMarker> markers;
+  std::vector<MPI_Request> reqs;  // chunk sends, payload send
+  int32_t ack = 0;
+  MPI_Request ack_req = MPI_REQUEST_NULL;
+};
+
+bool SendTail::step() {
+  if (ack_req != MPI_REQUEST_NULL) {
+    int flag = 0;
+    PMPI_Test(&ack_req, &flag, MPI_STATUS_IGNORE);
+    if (!flag) return false;
+    if (static_cast<Ack>(ack) == Ack::kSendPayload) {
+      // the receiver cannot map this over IPC: the packed bytes go to it on
+      // the private communicator, and later transfers to it are pipelined
+      if (device.ptr) mark_no_ipc(peer_world);
+      if (device.ptr && !staging.ptr) {
+        auto st = rt::acquire_staging(static_cast<size_t>(bytes));
+        auto m = st ? rt::copy_async(st.value().ptr, device.ptr, static_cast<size_t>(bytes), device.device)
+                    : Result<rt::GpuMarker>(st.error());
+        if (!m) {
+          DTMPI_LOG(kError, "staging a send for the fallback path failed: %s", m.error().what.c_str());
+          if (st) rt::release_staging(st.value());
+          return true;  // the receiver waits in vain: nothing else can be done
+        }
+        staging = st.value();
+        while (true) {
+          auto done = rt::marker_done(m.value());
+          if (!done || done.value()) break;
+        }
+        rt::release_marker(m.value());
+      }
+      reqs.emplace_back();
+      PMPI_Isend(staging.ptr, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(),
+                 &reqs.back());
+    }
+  }
+  if (reqs.empty()) return true;
+  int flag = 0;
+  PMPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+  return flag != 0;
+}
+
+// Sends the descriptor of `d` on the user's envelope. With `request` the
+// system request goes to the application (the descriptor buffer is returned
+// when it completes); without, waits (running progress) until it completes.
+int send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
+  auto st = rt::acquire_staging(kDescriptorBytes);
+  if (!st) return MPI_ERR_NO_MEM;
+  rt::Staging desc = st.value();
+  encode(d, static_cast<unsigned char*>(desc.ptr));
+  MPI_Request local = MPI_REQUEST_NULL;
+  MPI_Request* r = request ? request : &local;
+  int rc = synchronous ? PMPI_Issend(desc.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r)
+                       : PMPI_Isend(desc.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r);
+  if (rc != MPI_SUCCESS) {
+    rt::release_staging(desc);
+    return rc;
+  }
+  if (request) {
+    rt::PendingOp op;
+    op.staging = desc;
+    rt::track(*request, std::move(op));
+    return MPI_SUCCESS;
+  }
+  for (int flag = 0; !flag;) {
+    rc = PMPI_Test(&local, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) break;
+    if (!flag) progress();
+  }
+  rt::release_staging(desc);
+  return rc;
+}
+
+// Packs `b` into a pooled device buffer on its GPU.
+Result<rt::DeviceBuffer> pack_to_device(const UserBuffer& b) {
+  auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
+  if (!dev) return dev.error();
+  rt::PointerInfo di;
+  di.kind = rt::MemKind::kDevice;
+  di.device = b.info.device;
+  auto ok = rt::gpu_pack(*b.plan, b.count, b.ptr, b.info, dev.value().ptr, di);
+  if (!ok) {
+    rt::release_device_buffer(dev.value());
+    return ok.error();
+  }
+  return dev;
+}
+
+// The pipelined sender: the descriptor first, then device-to-host copies of
+// every chunk queued at once, each chunk sent as soon as its copy is done.
+// Runs inside the MPI call, so an application blocked later in a call dtmpi
+// does not see can never stall a pipeline its peer waits for.
+int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
+                   bool synchronous, MPI_Request* request) {
+  const int64_t chunk = std::min<int64_t>(rt::config().pipeline_chunk, INT32_MAX);
+  d.wire = Wire::kPipelined;
+  d.chunk_bytes = chunk;
+  auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
+  if (!st) return MPI_ERR_NO_MEM;
+  tail.staging = st.value();
+  auto* host = static_cast<char*>(tail.staging.ptr);
+  const int64_t nchunks = (b.bytes + chunk - 1) / chunk;
+  rt::DeviceBuffer packed;
+  if (rt::on_gpu(b.info)) {
+    auto dev = pack_to_device(b);
+    if (!dev) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", dev.error().what.c_str());
+      return MPI_ERR_OTHER;
+    }
+    packed = dev.value();
+    for (int64_t k = 0; k < nchunks; ++k) {
+      const int64_t off = k * chunk, n = std::min(chunk, b.bytes - off);
+      auto m = rt::copy_async(host + off, static_cast<char*>(packed.ptr) + off, static_cast<size_t>(n), packed.device);
+      if (!m) {
+        DTMPI_LOG(kError, "device-to-host copy failed: %s", m.error().what.c_str());
+        rt::release_device_buffer(packed);
+        return MPI_ERR_OTHER;
+      }
+      tail.markers.push_back(m.value());
+    }
+  } else {
+    pack::pack_host(*b.plan, b.count, b.ptr, host);
+  }
+  int rc = send_descriptor(d, dest, tag, comm, synchronous, request);
+  if (rc == MPI_SUCCESS) {
+    tail.reqs.resize(static_cast<size_t>(nchunks), MPI_REQUEST_NULL);
+    for (int64_t k = 0; k < nchunks; ++k) {
+      if (k < static_cast<int64_t>(tail.markers.size())) {
+        while (true) {  // the system MPI moves earlier chunks meanwhile
+          auto done = rt::marker_done(tail.markers[static_cast<size_t>(k)]);
+          if (!done) {
+            DTMPI_LOG(kError, "device-to-host copy failed: %s", done.error().what.c_str());
+            rc = MPI_ERR_OTHER;
+            break;
+          }
+          if (done.value()) break;
+          int flag = 0;
+          PMPI_Testall(static_cast<int>(k), tail.reqs.data(), &flag, MPI_STATUSES_IGNORE);
+        }
+        if (rc != MPI_SUCCESS) break;
+      }
+      const int64_t off = k * chunk, n = std::min(chunk, b.bytes - off);
+      rc = PMPI_Isend(host + off, static_cast<int>(n), MPI_PACKED, d.receiver_world, data_tag(d.transfer_id),
+                      private_comm(), &tail.reqs[static_cast<size_t>(k)]);
+      if (rc != MPI_SUCCESS) break;
+    }
+  }
+  rt::release_device_buffer(packed);
+  return rc;
+}
+
+}  // namespace
+
+const char* method_name(Method m) {
+  switch (m) {
+    case Method::kOneShot: return "oneshot";
+    case Method::kStaged: return "staged";
+    case Method::kPipelined: return "pipelined";
+    case Method::kDevice: return "device";
+  }
+  return "?";
+}
+
+Method choose_method(int64_t bytes, const rt::PointerInfo& info, int peer_world) {
+  const std::string& m = rt::config().method;
+  const Method single = m == "oneshot" || (m != "staged" && bytes <= kOneShotLimit) ? Method::kOneShot : Method::kStaged;
+  // multi-message methods need a known peer, and are only used from kMultiMin
+  // bytes (what receivers rely on to recognize descriptors)
+  if (bytes < kMultiMin || peer_world < 0 || !peers_ready()) return single;
+  if (m == "oneshot" || m == "staged") return single;
+  if (m == "pipelined") return Method::kPipelined;
+  if (m == "device") return Method::kDevice;
+  if (rt::on_gpu(info) && ipc_possible(peer_world)) return Method::kDevice;
+  if (bytes >= rt::config().pipeline_min) return Method::kPipelined;
+  return single;
+}
+
+int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,
+               MPI_Request* request) {
+  rt::count(rt::Counter::kMultiSends);
+  auto tail = std::make_unique<SendTail>();
+  tail->bytes = b.bytes;
+  tail->peer_world = dest_world;
+  Descriptor d;
+  d.total_bytes = b.bytes;
+  d.transfer_id = tail->id = next_transfer_id();
+  d.sender_world = my_world_rank();
+  d.receiver_world = dest_world;
+  d.user_tag = tag;
+  int rc = MPI_SUCCESS;
+  if (m == Method::kPipelined) {
+    rc = send_pipelined(b, *tail, d, dest, tag, comm, synchronous, request);
+  } else {
+    // device method: CUDA IPC from a pooled device buffer (the application's
+    // buffer is free as soon as the call returns). Where IPC is impossible the
+    // pipelined method takes over. The host test mode sends an IPC descriptor
+    // without a region: the receiver answers "send the payload", exercising
+    // the fallback a failed IPC mapping takes.
+    d.wire = Wire::kIpc;
+    if (rt::on_gpu(b.info) && ipc_possible(dest_world)) {
+      auto dev = pack_to_device(b);
+      if (!dev) {
+        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", dev.error().what.c_str());
+        return MPI_ERR_OTHER;
+      }
+      tail->device = dev.value();
+      auto region = rt::ipc_export(tail->device.ptr);
+      if (!region) {
+        DTMPI_LOG(kInfo, "CUDA IPC export failed (%s): pipelined", region.error().what.c_str());
+        rt::release_device_buffer(tail->device);
+        return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
+      }
+      d.region = region.value();
+    } else if (!rt::on_gpu(b.info) && rt::config().test_stage_host) {
+      auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
+      if (!st) return MPI_ERR_NO_MEM;
+      tail->staging = st.value();
+      pack::pack_host(*b.plan, b.count, b.ptr, tail->staging.ptr);
+    } else {
+      return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
+    }
+    rc = PMPI_Irecv(&tail->ack, 1, MPI_INT32_T, dest_world, ack_tag(d.transfer_id), private_comm(), &tail->ack_req);
+    if (rc == MPI_SUCCESS) rc = send_descriptor(d, dest, tag, comm, synchronous, request);
+    if (rc != MPI_SUCCESS && tail->ack_req != MPI_REQUEST_NULL) {
+      PMPI_Cancel(&tail->ack_req);
+      PMPI_Wait(&tail->ack_req, MPI_STATUS_IGNORE);
+    }
+  }
+  if (rc == MPI_SUCCESS || !tail->reqs.empty()) start_background(std::move(tail));
+  return rc;
+}
+
+}  // namespace dtmpi::transport

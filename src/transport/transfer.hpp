@@ -1,0 +1,99 @@
+// Point-to-point transfers of buffers the system MPI cannot take as they are
+// (GPU memory; derived types in the host test mode). Four methods:
+//
+//   oneshot    one message; a kernel packs into mapped pinned host memory
+//   staged     one message; pack on the device, one DMA copy to pinned memory
+//   pipelined  descriptor + chunks: device-to-host copies of chunk k+1
+//              overlap the network transfer of chunk k, host-to-device copies
+//              on the receiver overlap the chunks still arriving
+//   device     GPU to GPU: over CUDA IPC between ranks of one node (the
+//              receiver's kernel reads the sender's packed buffer), or handed
+//              to a CUDA-aware system MPI
+//
+// Senders never wait for a receiver's dtmpi progress: a send is complete for
+// the application once its data sits in a dtmpi buffer (the descriptor's own
+// system request is the application's request); what remains runs in the
+// background. See docs/point-to-point.md.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/gpu.hpp"
+#include "transport/descriptor.hpp"
+#include "transport/engine.hpp"
+#include "type/registry.hpp"
+
+namespace dtmpi::transport {
+
+enum class Method : uint8_t { kOneShot, kStaged, kPipelined, kDevice };
+const char* method_name(Method m);
+inline bool is_multi(Method m) { return m == Method::kPipelined || m == Method::kDevice; }
+
+// A user buffer as the transport sees it.
+struct UserBuffer {
+  void* ptr = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  type::PlanPtr plan;          // may be null for host buffers (then the system MPI packs)
+  runtime::PointerInfo info;   // where the first byte the type touches lives
+  int64_t bytes = 0;           // count x type size
+};
+
+// The method for sending `bytes` packed bytes from memory `info` to world
+// rank `peer_world` (-1: unknown), from DTMPI_METHOD and the fixed rule.
+Method choose_method(int64_t bytes, const runtime::PointerInfo& info, int peer_world);
+
+// Sends `b` by a multi-message method. With `request`, the descriptor's
+// system request is returned there (complete: the application may reuse its
+// buffer); without, the call blocks until then. Returns an MPI error code.
+int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm,
+               bool synchronous, MPI_Request* request);
+
+// A receive that may meet a descriptor: the landing message goes into a
+// staging buffer (`staged`) or straight into the user's buffer with the
+// user's type (host memory), then a descriptor, if it is one, drives the rest.
+class ReceiveOp final : public Operation {
+ public:
+  ReceiveOp(const UserBuffer& b, bool staged, MPI_Comm comm);
+  ~ReceiveOp() override;
+  // Posts the landing receive (non-blocking form).
+  int post(int source, int tag);
+  // Receives the landing message (blocking form); run() finishes the rest.
+  int receive_blocking(int source, int tag);
+  bool step() override;
+  void cancel() override;
+
+ private:
+  enum class State { kLanding, kChunks, kAck, kPayload, kDrain, kDone };
+  void landed(MPI_Status& st);
+  void begin_multi(const Descriptor& d);
+  bool read_descriptor(int bytes_received, const MPI_Status& st, Descriptor& d);
+  void deliver_packed(const void* packed_host, int64_t bytes);
+  void fail(int code);
+  bool step_chunks();
+  bool read_over_ipc();
+  void send_ack(Ack a);
+
+  UserBuffer b_;
+  bool staged_;
+  MPI_Comm comm_;
+  State state_ = State::kLanding;
+  runtime::Staging landing_;
+  MPI_Request landing_req_ = MPI_REQUEST_NULL;
+  Descriptor d_;
+  runtime::Staging payload_;
+  bool payload_is_landing_ = false;
+  std::vector<MPI_Request> chunks_;
+  size_t chunks_copied_ = 0;
+  runtime::DeviceBuffer device_;
+  std::vector<runtime::GpuMarker> markers_;
+  int32_t ack_ = 0;
+  MPI_Request ack_req_ = MPI_REQUEST_NULL;
+  MPI_Request payload_req_ = MPI_REQUEST_NULL;
+  int pending_error_ = MPI_SUCCESS;
+};
+
+}  // namespace dtmpi::transport
