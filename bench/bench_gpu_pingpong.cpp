@@ -1,15 +1,24 @@
-// dtmpi-bench pingpong --gpu: one-way time of 2D objects on device buffers
-// between 2 ranks through the system MPI (which need not be CUDA-aware), with
-// each method forced, side by side with what an application would write by
-// hand (whole-buffer cudaMemcpy to host, MPI_Pack, MPI_Send, and the reverse)
-// and with the limit (a ping-pong of the packed bytes between pinned host buffers).
+// dtmpi-bench pingpong --gpu [--quick] [--csv FILE]: one-way time of 2D and 3D
+// objects on device buffers between 2 ranks through the system MPI (which
+// need not be CUDA-aware), each transfer method forced and auto, side by side
+// in one run with
+//   manual     what an application writes by hand: whole-span cudaMemcpy to
+//              the host, MPI_Pack, MPI_Send, and the reverse on the receiver
+//   per-block  cudaMemcpy of each block into a host buffer, MPI_Send, and a
+//              cudaMemcpy of each block on the receiver (for objects of many
+//              blocks timed on 4096 blocks and scaled: marked ~)
+//   limit      a contiguous transfer of the packed bytes by the best path:
+//              min(host MPI ping-pong of pinned buffers, cudaMemcpyPeer
+//              between the two GPUs -- a device-to-device copy on one GPU)
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <algorithm>
-#include <functional>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,26 +27,88 @@
 namespace dtmpi::bench {
 namespace {
 
-double pingpong(int me, int iters, const std::function<void()>& send, const std::function<void()>& recv) {
-  PMPI_Barrier(MPI_COMM_WORLD);
-  for (int w = 0; w < 3; ++w) {  // warm-up
+// One-way time of a ping-pong; iterations chosen so a run lasts ~budget_s.
+double pingpong(int me, double budget_s, const std::function<void()>& send, const std::function<void()>& recv) {
+  auto round = [&] {
     if (me == 0) send(), recv();
     else recv(), send();
-  }
+  };
   PMPI_Barrier(MPI_COMM_WORLD);
-  const double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) {
-    if (me == 0) send(), recv();
-    else recv(), send();
+  double t0 = MPI_Wtime();
+  round();  // warm-up, and a first estimate
+  round();
+  double est = (MPI_Wtime() - t0) / 2;
+  PMPI_Bcast(&est, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const int iters = static_cast<int>(std::clamp(budget_s / std::max(est, 1e-7), 3.0, 2000.0));
+  std::vector<double> samples;
+  for (int s = 0; s < 3; ++s) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < std::max(1, iters / 3); ++i) round();
+    samples.push_back((MPI_Wtime() - t0) / std::max(1, iters / 3) / 2);
   }
-  double t = (MPI_Wtime() - t0) / iters / 2;
+  std::sort(samples.begin(), samples.end());
+  double t = samples[1];
   PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return t;
 }
 
+double seconds_of(const std::function<void()>& f, int reps) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+}
+
+struct Object {
+  std::string name;
+  MPI_Datatype type;
+  int64_t bytes, block, nblocks, span;
+  std::vector<int64_t> block_offsets;  // for the per-block baseline (first 4096)
+};
+
+Object object_2d(int64_t bytes, int64_t block) {
+  const int64_t pitch = std::max<int64_t>(2 * block, 16), n = bytes / block;
+  Object o;
+  char name[64];
+  std::snprintf(name, sizeof name, "2D %lld KiB / %lld B", static_cast<long long>(bytes >> 10),
+                static_cast<long long>(block));
+  o.name = name;
+  MPI_Type_vector(static_cast<int>(n), static_cast<int>(block), static_cast<int>(pitch), MPI_BYTE, &o.type);
+  MPI_Type_commit(&o.type);
+  o.bytes = bytes;
+  o.block = block;
+  o.nblocks = n;
+  o.span = (n - 1) * pitch + block;
+  for (int64_t i = 0; i < std::min<int64_t>(n, 4096); ++i) o.block_offsets.push_back(i * pitch);
+  return o;
+}
+
+// A face of thickness 3 of a cube of n^3 doubles: x-face (24 B blocks) or y-face.
+Object object_3d(int n, bool xface) {
+  const int sizes[3] = {n, n, n};
+  const int sub[3] = {n - 6, xface ? n - 6 : 3, xface ? 3 : n - 6};
+  const int start[3] = {3, xface ? 3 : 0, 0};
+  Object o;
+  MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &o.type);
+  MPI_Type_commit(&o.type);
+  o.block = int64_t{sub[2]} * 8;
+  o.nblocks = int64_t{sub[0]} * sub[1];
+  o.bytes = o.block * o.nblocks;
+  o.span = int64_t{n} * n * n * 8;
+  char name[64];
+  std::snprintf(name, sizeof name, "3D %s %d^3 %lld KiB / %lld B", xface ? "x" : "y", n,
+                static_cast<long long>(o.bytes >> 10), static_cast<long long>(o.block));
+  o.name = name;
+  for (int64_t i = 0; i < std::min<int64_t>(o.nblocks, 4096); ++i) {
+    const int64_t z = 3 + i / sub[1], y = start[1] + i % sub[1];
+    o.block_offsets.push_back(((z * n + y) * n + start[2]) * 8);
+  }
+  return o;
+}
+
 }  // namespace
 
-int bench_gpu_pingpong(int, char**) {
+int bench_gpu_pingpong(int argc, char** argv) {
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -45,76 +116,138 @@ int bench_gpu_pingpong(int, char**) {
     if (me == 0) std::fprintf(stderr, "pingpong needs 2 ranks\n");
     return 2;
   }
+  bool quick = false;
+  const char* csv_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv_path = argv[++i];
+  }
+  const double budget = quick ? 0.05 : 0.15;
   int ndev = 0;
   cudaGetDeviceCount(&ndev);
-  cudaSetDevice(ndev > 1 ? me : 0);
+  const int mydev = ndev > 1 ? me : 0;
+  cudaSetDevice(mydev);
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, ndev > 1 ? me : 0);
+  cudaGetDeviceProperties(&prop, mydev);
   const int peer = 1 - me;
-  struct Obj {
-    int64_t bytes, block;
-  };
-  const Obj objs[] = {{1024, 1}, {1024, 64}, {1 << 20, 1}, {1 << 20, 64}, {4 << 20, 8}, {4 << 20, 128},
-                      {64 << 20, 256}, {64 << 20, 4096}};
-  if (me == 0)
-    std::printf("device %s x%d (ranks on %s); one-way time in us\n%-22s %10s %10s %10s %12s %10s %8s\n", prop.name,
-                ndev, ndev > 1 ? "separate GPUs" : "one GPU", "object", "oneshot", "staged", "auto",
-                "manual", "limit", "auto/lim");
-  for (const auto& o : objs) {
-    const int64_t pitch = std::max<int64_t>(512, 2 * o.block), nblk = o.bytes / o.block;
-    MPI_Datatype t;
-    MPI_Type_vector(static_cast<int>(nblk), static_cast<int>(o.block), static_cast<int>(pitch), MPI_BYTE, &t);
-    MPI_Type_commit(&t);
-    const size_t span = static_cast<size_t>((nblk - 1) * pitch + o.block);
+  std::vector<Object> objs;
+  const int64_t sizes[] = {1 << 10, 64 << 10, 1 << 20, 4 << 20, 64 << 20};
+  const int64_t blocks[] = {1, 16, 256, 4096};
+  for (int64_t s : sizes)
+    for (int64_t b : blocks) {
+      if (b > s / 4 || (s >= (64 << 20) && b < 256) || (quick && s == (64 << 20) && b != 4096)) continue;
+      objs.push_back(object_2d(s, b));
+    }
+  objs.push_back(object_3d(96, true));
+  objs.push_back(object_3d(215, true));
+  objs.push_back(object_3d(256, false));
+  FILE* csv = me == 0 && csv_path ? std::fopen(csv_path, "w") : nullptr;
+  if (csv)
+    std::fprintf(csv, "object,bytes,block,oneshot,staged,pipelined,device,auto,manual,per_block,per_block_scaled,"
+                      "limit_host,limit_peer\n");
+  if (me == 0) {
+    std::printf("device %s x%d (ranks on %s); one-way time in us; limit = min(host pinned, %s)\n", prop.name, ndev,
+                ndev > 1 ? "separate GPUs" : "one GPU", ndev > 1 ? "cudaMemcpyPeer" : "device memcpy");
+    std::printf("%-30s %9s %9s %9s %9s %9s | %10s %11s | %9s %9s | %8s %9s\n", "object", "oneshot", "staged",
+                "pipelined", "device", "auto", "manual", "per-block", "lim host", "lim peer", "auto/lim",
+                "blk/auto");
+  }
+  const char* methods[5] = {"oneshot", "staged", "pipelined", "device", "auto"};
+  for (auto& o : objs) {
     char* dev;
-    cudaMalloc(&dev, span);
-    cudaMemset(dev, me + 1, span);
+    cudaMalloc(&dev, static_cast<size_t>(o.span));
+    cudaMemset(dev, me + 1, static_cast<size_t>(o.span));
     cudaDeviceSynchronize();
-    const int iters = o.bytes >= (16 << 20) ? 10 : o.bytes >= (1 << 20) ? 30 : 200;
-    double t_method[3];
-    const char* methods[3] = {"oneshot", "staged", "auto"};
-    for (int m = 0; m < 3; ++m) {
+    double t_method[5];
+    for (int m = 0; m < 5; ++m) {
       setenv("DTMPI_METHOD", methods[m], 1);
       runtime::reload_config();
       t_method[m] = pingpong(
-          me, iters, [&] { MPI_Send(dev, 1, t, peer, 0, MPI_COMM_WORLD); },
-          [&] { MPI_Recv(dev, 1, t, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); });
+          me, budget, [&] { MPI_Send(dev, 1, o.type, peer, 0, MPI_COMM_WORLD); },
+          [&] { MPI_Recv(dev, 1, o.type, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); });
     }
+    unsetenv("DTMPI_METHOD");
+    runtime::reload_config();
     // manual: whole-span copy to host, MPI_Pack on the host, send; the reverse on arrival
-    std::vector<char> host(span), packed(static_cast<size_t>(o.bytes));
+    std::vector<char> host(static_cast<size_t>(o.span));
+    char* packed;
+    cudaHostAlloc(&packed, static_cast<size_t>(o.bytes), cudaHostAllocDefault);
     auto manual_send = [&] {
-      cudaMemcpy(host.data(), dev, span, cudaMemcpyDeviceToHost);
+      cudaMemcpy(host.data(), dev, static_cast<size_t>(o.span), cudaMemcpyDeviceToHost);
       int pos = 0;
-      PMPI_Pack(host.data(), 1, t, packed.data(), static_cast<int>(o.bytes), &pos, MPI_COMM_WORLD);
-      PMPI_Send(packed.data(), pos, MPI_PACKED, peer, 1, MPI_COMM_WORLD);
+      PMPI_Pack(host.data(), 1, o.type, packed, static_cast<int>(o.bytes), &pos, MPI_COMM_WORLD);
+      PMPI_Send(packed, pos, MPI_PACKED, peer, 1, MPI_COMM_WORLD);
     };
     auto manual_recv = [&] {
-      PMPI_Recv(packed.data(), static_cast<int>(o.bytes), MPI_PACKED, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      PMPI_Recv(packed, static_cast<int>(o.bytes), MPI_PACKED, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       int pos = 0;
-      PMPI_Unpack(packed.data(), static_cast<int>(o.bytes), &pos, host.data(), 1, t, MPI_COMM_WORLD);
-      cudaMemcpy(dev, host.data(), span, cudaMemcpyHostToDevice);
+      PMPI_Unpack(packed, static_cast<int>(o.bytes), &pos, host.data(), 1, o.type, MPI_COMM_WORLD);
+      cudaMemcpy(dev, host.data(), static_cast<size_t>(o.span), cudaMemcpyHostToDevice);
     };
-    const double t_manual = pingpong(me, std::max(3, iters / 4), manual_send, manual_recv);
-    // limit: the packed bytes between pinned host buffers
-    char* pinned;
-    cudaHostAlloc(&pinned, static_cast<size_t>(o.bytes), cudaHostAllocDefault);
-    const double t_limit = pingpong(
-        me, iters, [&] { PMPI_Send(pinned, static_cast<int>(o.bytes), MPI_BYTE, peer, 2, MPI_COMM_WORLD); },
-        [&] { PMPI_Recv(pinned, static_cast<int>(o.bytes), MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE); });
+    const double t_manual = pingpong(me, budget, manual_send, manual_recv);
+    // limit: the packed bytes between pinned host buffers ...
+    const double t_host = pingpong(
+        me, budget, [&] { PMPI_Send(packed, static_cast<int>(o.bytes), MPI_BYTE, peer, 2, MPI_COMM_WORLD); },
+        [&] { PMPI_Recv(packed, static_cast<int>(o.bytes), MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE); });
+    // ... and GPU to GPU (rank 0 alone; on one GPU a device-to-device copy)
+    double t_peer = 0, t_blocks = 0;
     if (me == 0) {
-      char name[64];
-      std::snprintf(name, sizeof name, "%lld KiB, %lld B blocks", static_cast<long long>(o.bytes >> 10),
-                    static_cast<long long>(o.block));
-      std::printf("%-22s %10.1f %10.1f %10.1f %12.1f %10.1f %7.2fx\n", name, t_method[0] * 1e6, t_method[1] * 1e6,
-                  t_method[2] * 1e6, t_manual * 1e6, t_limit * 1e6, t_method[2] / t_limit);
-      std::fflush(stdout);
+      const int other = ndev > 1 ? 1 : 0;
+      void *a, *b;
+      cudaMalloc(&a, static_cast<size_t>(o.bytes));
+      cudaSetDevice(other);
+      cudaMalloc(&b, static_cast<size_t>(o.bytes));
+      cudaSetDevice(mydev);
+      auto copy = [&] {
+        cudaMemcpyPeer(b, other, a, mydev, static_cast<size_t>(o.bytes));
+        cudaDeviceSynchronize();
+      };
+      copy();
+      t_peer = seconds_of(copy, std::clamp(static_cast<int>(budget / std::max(seconds_of(copy, 1), 1e-6)), 3, 1000));
+      cudaFree(a);
+      cudaSetDevice(other);
+      cudaFree(b);
+      cudaSetDevice(mydev);
+      // per-block baseline: one cudaMemcpy per block out of and back into the GPU
+      auto blocks_out_in = [&] {
+        int64_t at = 0;
+        for (int64_t off : o.block_offsets) {
+          cudaMemcpy(packed + at, dev + off, static_cast<size_t>(o.block), cudaMemcpyDeviceToHost);
+          at += o.block;
+        }
+        at = 0;
+        for (int64_t off : o.block_offsets) {
+          cudaMemcpy(dev + off, packed + at, static_cast<size_t>(o.block), cudaMemcpyHostToDevice);
+          at += o.block;
+        }
+      };
+      blocks_out_in();
+      t_blocks = seconds_of(blocks_out_in, 2) * static_cast<double>(o.nblocks) /
+                 static_cast<double>(o.block_offsets.size());
     }
-    cudaFreeHost(pinned);
+    PMPI_Bcast(&t_peer, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    PMPI_Bcast(&t_blocks, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    const double t_per_block = t_blocks + t_host;
+    const bool scaled = o.nblocks > static_cast<int64_t>(o.block_offsets.size());
+    const double limit = std::min(t_host, t_peer);
+    if (me == 0) {
+      char pb[32];
+      std::snprintf(pb, sizeof pb, "%s%.1f", scaled ? "~" : "", t_per_block * 1e6);
+      std::printf("%-30s %9.1f %9.1f %9.1f %9.1f %9.1f | %10.1f %11s | %9.1f %9.1f | %7.2fx %8.0fx\n",
+                  o.name.c_str(), t_method[0] * 1e6, t_method[1] * 1e6, t_method[2] * 1e6, t_method[3] * 1e6,
+                  t_method[4] * 1e6, t_manual * 1e6, pb, t_host * 1e6, t_peer * 1e6, t_method[4] / limit,
+                  t_per_block / t_method[4]);
+      std::fflush(stdout);
+      if (csv)
+        std::fprintf(csv, "%s,%lld,%lld,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g\n", o.name.c_str(),
+                     static_cast<long long>(o.bytes), static_cast<long long>(o.block), t_method[0], t_method[1],
+                     t_method[2], t_method[3], t_method[4], t_manual, t_per_block, scaled ? 1 : 0, t_host, t_peer);
+    }
+    cudaFreeHost(packed);
     cudaFree(dev);
-    MPI_Type_free(&t);
+    MPI_Type_free(&o.type);
   }
-  unsetenv("DTMPI_METHOD");
-  runtime::reload_config();
+  if (csv) std::fclose(csv);
   return 0;
 }
 

@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|build|test|bench] [--quick]
+#   scripts/gpu-check.sh [all|build|test|bench|pingpong] [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -28,6 +28,11 @@ fi
 if [ "$what" = all ] || [ "$what" = test ]; then
   step "tests"
   (cd $build && ctest -j 8 --output-on-failure --timeout 600 2>&1 | tee "$out/ctest.log" | grep -E "Test +#|tests passed|Failed|Skipped")
+  if [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then
+    step "GPU tests again with both ranks on one GPU (CUDA_VISIBLE_DEVICES=0)"
+    (cd $build && CUDA_VISIBLE_DEVICES=0 ctest -L gpu -j 4 --output-on-failure --timeout 600 2>&1 \
+      | tee "$out/ctest-one-gpu.log" | grep -E "Test +#|tests passed|Failed|Skipped")
+  fi
   step "compute-sanitizer memcheck (test_gpu_pack, 300 random types)"
   DTMPI_TEST_TYPES=300 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
     $build/tests/test_gpu_pack --gtest_filter=-GpuPack.LargeObjects > "$out/memcheck.log" 2>&1
@@ -42,5 +47,10 @@ fi
 
 if [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = pingpong ]; then
   step "dtmpi-bench pingpong --gpu (2 ranks)"
-  mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu | tee "$out/gpu-pingpong.txt"
+  mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu $quick --csv "$out/gpu-pingpong.csv" | tee "$out/gpu-pingpong.txt"
+  if [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then
+    step "dtmpi-bench pingpong --gpu, both ranks on one GPU"
+    CUDA_VISIBLE_DEVICES=0 mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu $quick \
+      --csv "$out/gpu-pingpong-one-gpu.csv" | tee "$out/gpu-pingpong-one-gpu.txt"
+  fi
 fi

@@ -1,16 +1,20 @@
 // Point-to-point with GPU buffers through a system MPI that need not be
-// CUDA-aware: contiguous, strided and irregular types, small and large, every
-// pairing of host and device ends, blocking and non-blocking, checked against
-// the same exchange computed on host memory. 2 ranks; skipped without a GPU.
+// CUDA-aware: contiguous, strided and irregular types, 1 B to 64 MiB, every
+// pairing of host and device ends, blocking and non-blocking, sender and
+// receiver with different types of one signature, checked against the same
+// exchange computed on host memory. 2 ranks, on one GPU or (rank i on device
+// i) on two; run once per DTMPI_METHOD by CTest. Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "common/random_types.hpp"
+#include "dtmpi/dtmpi.h"
 
 namespace {
 
@@ -22,6 +26,7 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> c;
+  c.push_back({"contiguous 1 B", MPI_BYTE, 1});
   c.push_back({"contiguous 8 B", MPI_DOUBLE, 1});
   c.push_back({"contiguous 4 MiB", MPI_DOUBLE, 1 << 19});
   c.push_back({"contiguous 64 MiB", MPI_BYTE, 64 << 20});
@@ -37,7 +42,37 @@ std::vector<Case> cases() {
   MPI_Type_indexed(5000, bl.data(), di.data(), MPI_FLOAT, &ix);
   MPI_Type_commit(&ix);
   c.push_back({"indexed irregular", ix, 3});
+  MPI_Datatype b1, cube;
+  MPI_Type_vector(100000, 1, 3, MPI_CHAR, &b1);
+  MPI_Type_commit(&b1);
+  c.push_back({"vector of 1 B blocks", b1, 1});
+  const int sizes[3] = {96, 96, 96}, sub[3] = {90, 90, 3}, start[3] = {3, 3, 0};
+  MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &cube);
+  MPI_Type_commit(&cube);
+  c.push_back({"3D subarray x-face, 24 B blocks", cube, 1});
   return c;
+}
+
+int self_rank() {
+  int me;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  return me;
+}
+
+// Rank i uses device i modulo the devices present: two GPUs, two ranks.
+class GpuP2P : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int ndev = 0;
+    cudaGetDeviceCount(&ndev);
+    ASSERT_EQ(cudaSetDevice(self_rank() % ndev), cudaSuccess);
+  }
+};
+
+uint64_t stat_value(const char* key) {
+  std::string s = dtmpi_stats();
+  auto at = s.find(key);
+  return at == std::string::npos ? 0 : std::strtoull(s.c_str() + at + std::strlen(key), nullptr, 10);
 }
 
 std::vector<char> pattern(size_t n, int seed) {
@@ -48,7 +83,7 @@ std::vector<char> pattern(size_t n, int seed) {
 
 }  // namespace
 
-TEST(GpuP2P, EveryPairingOfHostAndDevice) {
+TEST_F(GpuP2P, EveryPairingOfHostAndDevice) {
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -117,5 +152,70 @@ TEST(GpuP2P, EveryPairingOfHostAndDevice) {
       }
     }
     if (c.type != MPI_DOUBLE && c.type != MPI_BYTE) MPI_Type_free(&c.type);
+    MPI_Barrier(MPI_COMM_WORLD);
   }
+}
+
+// Sender and receiver describe the same bytes differently: a strided device
+// buffer arrives as plain packed bytes and plain bytes arrive into a strided
+// device buffer, on every method; and a device method really moved GPU to GPU.
+TEST_F(GpuP2P, DifferentTypesOfOneSignature) {
+  const int me = self_rank(), peer = 1 - me;
+  MPI_Datatype vec;  // 2 MiB packed: 64 B blocks out of every 256 B
+  MPI_Type_vector(32768, 16, 64, MPI_FLOAT, &vec);
+  MPI_Type_commit(&vec);
+  const size_t span = (32767 * 64 + 16) * sizeof(float), packed = 32768 * 16 * sizeof(float);
+  auto mine = pattern(span, me + 7), theirs = pattern(span, peer + 7);
+  std::vector<char> their_packed(packed);
+  int pos = 0;
+  PMPI_Pack(theirs.data(), 1, vec, their_packed.data(), static_cast<int>(packed), &pos, MPI_COMM_SELF);
+  std::vector<char> want(span, 0x22);
+  pos = 0;
+  PMPI_Unpack(their_packed.data(), static_cast<int>(packed), &pos, want.data(), 1, vec, MPI_COMM_SELF);
+  std::vector<char> my_packed(packed);
+  pos = 0;
+  PMPI_Pack(mine.data(), 1, vec, my_packed.data(), static_cast<int>(packed), &pos, MPI_COMM_SELF);
+  char *dvec, *dbytes;
+  ASSERT_EQ(cudaMalloc(&dvec, span), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dbytes, packed), cudaSuccess);
+  const uint64_t ipc_before = stat_value("CUDA IPC reads ");
+  for (int dir = 0; dir < 2; ++dir) {
+    // dir 0: even rank sends the strided buffer, odd rank receives bytes
+    const bool send_vec = (me == 0) == (dir == 0);
+    MPI_Request r[2];
+    if (send_vec) {
+      cudaMemcpy(dvec, mine.data(), span, cudaMemcpyHostToDevice);
+      cudaMemset(dbytes, 0x22, packed);
+      cudaDeviceSynchronize();
+      ASSERT_EQ(MPI_Isend(dvec, 1, vec, peer, 9, MPI_COMM_WORLD, &r[0]), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Irecv(dbytes, static_cast<int>(packed), MPI_BYTE, peer, 9, MPI_COMM_WORLD, &r[1]), MPI_SUCCESS);
+    } else {
+      cudaMemcpy(dbytes, my_packed.data(), packed, cudaMemcpyHostToDevice);
+      cudaMemset(dvec, 0x22, span);
+      cudaDeviceSynchronize();
+      ASSERT_EQ(MPI_Isend(dbytes, static_cast<int>(packed), MPI_BYTE, peer, 9, MPI_COMM_WORLD, &r[0]), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Irecv(dvec, 1, vec, peer, 9, MPI_COMM_WORLD, &r[1]), MPI_SUCCESS);
+    }
+    MPI_Status sts[2];
+    ASSERT_EQ(MPI_Waitall(2, r, sts), MPI_SUCCESS);
+    int cnt = 0;
+    MPI_Get_count(&sts[1], MPI_BYTE, &cnt);
+    EXPECT_EQ(cnt, static_cast<int>(packed));
+    if (send_vec) {
+      std::vector<char> got(packed);
+      cudaMemcpy(got.data(), dbytes, packed, cudaMemcpyDeviceToHost);
+      EXPECT_TRUE(got == their_packed) << "strided device -> bytes, dir " << dir;
+    } else {
+      std::vector<char> got(span);
+      cudaMemcpy(got.data(), dvec, span, cudaMemcpyDeviceToHost);
+      EXPECT_TRUE(got == want) << "bytes -> strided device, dir " << dir;
+    }
+  }
+  const char* method = std::getenv("DTMPI_METHOD");
+  if (method && std::string(method) == "device") {
+    EXPECT_GT(stat_value("CUDA IPC reads ") - ipc_before, 0u);
+  }
+  cudaFree(dvec);
+  cudaFree(dbytes);
+  MPI_Type_free(&vec);
 }
