@@ -83,6 +83,18 @@ Object object_2d(int64_t bytes, int64_t block) {
   return o;
 }
 
+// Contiguous bytes: dtmpi makes a non-CUDA-aware MPI CUDA-aware.
+Object object_contiguous(int64_t bytes) {
+  Object o;
+  o.name = "contiguous " + std::to_string(bytes >> 10) + " KiB";
+  MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &o.type);
+  MPI_Type_commit(&o.type);
+  o.bytes = o.block = o.span = bytes;
+  o.nblocks = 1;
+  o.block_offsets = {0};
+  return o;
+}
+
 // A face of thickness 3 of a cube of n^3 doubles: x-face (24 B blocks) or y-face.
 Object object_3d(int n, bool xface) {
   const int sizes[3] = {n, n, n};
@@ -138,6 +150,8 @@ int bench_gpu_pingpong(int argc, char** argv) {
       if (b > s / 4 || (s >= (64 << 20) && b < 256) || (quick && s == (64 << 20) && b != 4096)) continue;
       objs.push_back(object_2d(s, b));
     }
+  objs.push_back(object_contiguous(1 << 20));
+  objs.push_back(object_contiguous(64 << 20));
   objs.push_back(object_3d(96, true));
   objs.push_back(object_3d(215, true));
   objs.push_back(object_3d(256, false));
@@ -197,7 +211,10 @@ int bench_gpu_pingpong(int argc, char** argv) {
       cudaMalloc(&a, static_cast<size_t>(o.bytes));
       cudaSetDevice(other);
       cudaMalloc(&b, static_cast<size_t>(o.bytes));
+      if (other != mydev) cudaDeviceEnablePeerAccess(mydev, 0);  // NVLink both ways, not through the host
       cudaSetDevice(mydev);
+      if (other != mydev) cudaDeviceEnablePeerAccess(other, 0);
+      cudaGetLastError();  // "already enabled" after the first object
       auto copy = [&] {
         cudaMemcpyPeer(b, other, a, mydev, static_cast<size_t>(o.bytes));
         cudaDeviceSynchronize();
