@@ -127,6 +127,22 @@ int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI
   return rc;
 }
 
+// A receive that matches a message a probe took (transport/stash.hpp).
+int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, tp::Stashed& e, MPI_Status* status,
+                 MPI_Request* request) {
+  tp::UserBuffer b;
+  if (!dtmpi::interpose::describe_receive(buf, count, type, b)) return raise(comm, MPI_ERR_TYPE);
+  auto op = std::make_unique<tp::ReceiveOp>(b, false, comm);
+  op->from_stash(e);
+  if (request) {
+    int rc = tp::start_with_request(std::move(op), request);
+    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
+  }
+  int rc = tp::run(*op, status);
+  if (rc != MPI_SUCCESS && !op->error_reported) raise(comm, rc);
+  return rc;
+}
+
 }  // namespace
 
 #define DTMPI_BLOCKING_SEND(NAME, MODE)                                                                \
@@ -159,6 +175,8 @@ DTMPI_NONBLOCKING_SEND(MPI_Ibsend, Mode::kBuffered)
 DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                           MPI_Status* status) {
   tp::poll();
+  if (tp::stash_any())
+    if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, datatype, comm, *e, status, nullptr);
   RecvRoute r;
   if (!route_receive(buf, count, datatype, r)) return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
   return recv_blocking(r, source, tag, comm, status);
@@ -167,6 +185,9 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
 DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                            MPI_Request* request) {
   tp::poll();
+  if (tp::stash_any())
+    if (auto e = tp::stash_take(comm, source, tag))
+      return recv_stashed(buf, count, datatype, comm, *e, MPI_STATUS_IGNORE, request);
   RecvRoute r;
   if (!route_receive(buf, count, datatype, r))
     return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
@@ -229,4 +250,21 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
   }
   rt::release_staging(copy);
   return rc;
+}
+
+// Probes see a multi-message transfer with its real size (transport/stash.hpp).
+DTMPI_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  tp::poll();
+  if (!tp::descriptors_possible() && !tp::stash_any()) return REAL(MPI_Iprobe)(source, tag, comm, flag, status);
+  return tp::iprobe(source, tag, comm, flag, status);
+}
+
+DTMPI_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (!tp::descriptors_possible() && !tp::stash_any() && !tp::busy())
+    return REAL(MPI_Probe)(source, tag, comm, status);
+  for (;;) {  // polling, so that dtmpi's transfers progress meanwhile
+    int flag = 0;
+    int rc = MPI_Iprobe(source, tag, comm, &flag, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+  }
 }

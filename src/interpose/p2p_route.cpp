@@ -64,6 +64,21 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r) {
   return true;
 }
 
+bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b) {
+  if (must_stage(buf, count, type, b)) return true;
+  int size = 0;
+  if (count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS) return false;
+  b.ptr = buf;
+  b.count = count;
+  b.type = type;
+  b.bytes = int64_t{count} * size;
+  b.plan = type::plan_for(type);
+  b.info = rt::PointerInfo{};
+  if (b.plan && rt::gpu_enabled() && buf)
+    b.info = rt::pointer_info(static_cast<const char*>(buf) + b.plan->first_byte);
+  return !rt::on_gpu(b.info) || b.plan;
+}
+
 int raise(MPI_Comm comm, int code) {
   PMPI_Comm_call_errhandler(comm, code);
   return code;

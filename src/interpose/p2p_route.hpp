@@ -19,6 +19,10 @@ struct RecvRoute {
 // False: a plain receive the system MPI handles alone.
 bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r);
 
+// Describes any receive buffer (for a message a probe took: it is delivered
+// by dtmpi whatever the memory). False if the type cannot be sized.
+bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
+
 // Passes `code` to the communicator's error handler and returns it.
 int raise(MPI_Comm comm, int code);
 

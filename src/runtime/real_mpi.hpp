@@ -27,6 +27,8 @@
   X(MPI_Irsend)                  \
   X(MPI_Ibsend)                  \
   X(MPI_Sendrecv_replace)        \
+  X(MPI_Probe)                   \
+  X(MPI_Iprobe)                  \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \
   X(MPI_Waitany)                 \

@@ -50,6 +50,16 @@ int ReceiveOp::receive_blocking(int source, int tag) {
   return MPI_SUCCESS;
 }
 
+void ReceiveOp::from_stash(Stashed& e) {
+  source = e.source;
+  tag = e.tag;
+  if (e.is_descriptor) return begin_multi(e.descriptor);
+  bytes = static_cast<int64_t>(e.raw.size());
+  if (bytes > b_.bytes) return fail(MPI_ERR_TRUNCATE);
+  deliver_packed(e.raw.data(), bytes);
+  state_ = State::kDone;
+}
+
 void ReceiveOp::fail(int code) {
   error = code;
   state_ = State::kDone;
@@ -105,7 +115,7 @@ void ReceiveOp::deliver_packed(const void* packed, int64_t nbytes) {
   if (b_.plan) {
     rt::Staging view;
     view.ptr = const_cast<void*>(packed);
-    view.pinned = packed == landing_.ptr ? landing_.pinned : payload_.pinned;
+    view.pinned = (packed == landing_.ptr && landing_.pinned) || (packed == payload_.ptr && payload_.pinned);
     auto ok = rt::stage_in(*b_.plan, elements, view, b_.ptr, b_.info, true);
     if (!ok) {
       DTMPI_LOG(kError, "unpacking a received message failed: %s", ok.error().what.c_str());
@@ -169,7 +179,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
   // where the packed stream lands in host memory: the landing buffer when it
   // is one of ours (it holds the receive bound), else a new one
   if (d.wire != Wire::kIpc) {
-    if (staged_) {
+    if (landing_.ptr && static_cast<int64_t>(landing_.capacity) >= d.total_bytes) {
       payload_ = landing_;
       payload_is_landing_ = true;
     } else {

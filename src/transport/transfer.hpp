@@ -24,6 +24,7 @@
 #include "runtime/gpu.hpp"
 #include "transport/descriptor.hpp"
 #include "transport/engine.hpp"
+#include "transport/stash.hpp"
 #include "type/registry.hpp"
 
 namespace dtmpi::transport {
@@ -63,6 +64,8 @@ class ReceiveOp final : public Operation {
   int post(int source, int tag);
   // Receives the landing message (blocking form); run() finishes the rest.
   int receive_blocking(int source, int tag);
+  // Starts from a message a probe already took (transport/stash.hpp).
+  void from_stash(Stashed& e);
   bool step() override;
   void cancel() override;
 

@@ -363,3 +363,58 @@ TEST(MultiMessageP2P, RequestFreeOfSend) {
   MPI_Type_free(&vec);
   barrier();
 }
+
+// A probe reports a multi-message transfer with its real size, as often as
+// asked, and the receive that follows gets it; a raw message of exactly a
+// descriptor's size (which a probe must read to tell apart) arrives intact
+// into host bytes and into a derived type.
+TEST(MultiMessageP2P, ProbeSeesRealSizes) {
+  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  MPI_Datatype vec, small;
+  MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);  // 128 KiB packed
+  MPI_Type_commit(&vec);
+  MPI_Type_vector(58, 1, 2, MPI_INT, &small);  // 232 bytes packed: a descriptor's size
+  MPI_Type_commit(&small);
+  std::vector<int> src(65536), dst(65536, -1);
+  for (int i = 0; i < 65536; ++i) src[static_cast<size_t>(i)] = me * 1000000 + i;
+  MPI_Request reqs[3];
+  ASSERT_EQ(MPI_Isend(src.data(), 1, vec, right, 40, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Isend(src.data(), 1, small, right, 41, MPI_COMM_WORLD, &reqs[1]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Isend(src.data(), 1, small, right, 42, MPI_COMM_WORLD, &reqs[2]), MPI_SUCCESS);
+  MPI_Status st;
+  for (int k = 0; k < 2; ++k) {  // twice: the same message
+    ASSERT_EQ(MPI_Probe(n == 2 ? MPI_ANY_SOURCE : left, 40, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    int cnt = 0;
+    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    EXPECT_EQ(cnt, 131072);
+    MPI_Get_count(&st, vec, &cnt);
+    EXPECT_EQ(cnt, 1);
+    EXPECT_EQ(st.MPI_SOURCE, left);
+  }
+  int flag = 0;
+  ASSERT_EQ(MPI_Iprobe(left, 40, MPI_COMM_WORLD, &flag, &st), MPI_SUCCESS);
+  EXPECT_TRUE(flag);
+  ASSERT_EQ(MPI_Recv(dst.data(), 32768, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+  for (int i = 0; i < 32768; ++i) ASSERT_EQ(dst[static_cast<size_t>(i)], left * 1000000 + 2 * i);
+  // raw 232-byte messages: probed (and so taken out of the system MPI), then received
+  do {
+    ASSERT_EQ(MPI_Iprobe(left, 41, MPI_COMM_WORLD, &flag, &st), MPI_SUCCESS);
+  } while (!flag);
+  int cnt = 0;
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  EXPECT_EQ(cnt, 232);
+  ASSERT_EQ(MPI_Probe(left, 42, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+  std::vector<int> bytes_in(58, -1);
+  ASSERT_EQ(MPI_Recv(bytes_in.data(), 232, MPI_BYTE, left, 41, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+  for (int i = 0; i < 58; ++i) EXPECT_EQ(bytes_in[static_cast<size_t>(i)], left * 1000000 + 2 * i);
+  std::fill(dst.begin(), dst.end(), -1);
+  MPI_Request rr;
+  ASSERT_EQ(MPI_Irecv(dst.data(), 1, small, left, MPI_ANY_TAG, MPI_COMM_WORLD, &rr), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Wait(&rr, &st), MPI_SUCCESS);
+  EXPECT_EQ(st.MPI_TAG, 42);
+  for (int i = 0; i < 116; ++i) EXPECT_EQ(dst[static_cast<size_t>(i)], i % 2 ? -1 : left * 1000000 + i);
+  ASSERT_EQ(MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  MPI_Type_free(&vec);
+  MPI_Type_free(&small);
+  barrier();
+}

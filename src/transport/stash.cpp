@@ -1,0 +1,88 @@
+#include "transport/stash.hpp"
+
+#include <deque>
+#include <mutex>
+
+#include "transport/peers.hpp"
+
+namespace dtmpi::transport {
+
+std::atomic<int> g_stashed{0};
+
+namespace {
+
+std::mutex g_mu;
+std::deque<Stashed> g_entries;  // in the order the probes took them
+
+bool matches(const Stashed& e, MPI_Comm comm, int source, int tag) {
+  return e.comm == comm && (source == MPI_ANY_SOURCE || source == e.source) && (tag == MPI_ANY_TAG || tag == e.tag);
+}
+
+void status_of(const Stashed& e, MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = e.source;
+  status->MPI_TAG = e.tag;
+  status->MPI_ERROR = MPI_SUCCESS;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(e.bytes()));
+  PMPI_Status_set_cancelled(status, 0);
+}
+
+}  // namespace
+
+std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag) {
+  std::lock_guard lock(g_mu);
+  for (auto it = g_entries.begin(); it != g_entries.end(); ++it) {
+    if (!matches(*it, comm, source, tag)) continue;
+    Stashed e = std::move(*it);
+    g_entries.erase(it);
+    g_stashed.fetch_sub(1, std::memory_order_relaxed);
+    return e;
+  }
+  return std::nullopt;
+}
+
+int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  if (stash_any()) {
+    std::lock_guard lock(g_mu);
+    for (const auto& e : g_entries) {
+      if (!matches(e, comm, source, tag)) continue;
+      *flag = 1;
+      status_of(e, status);
+      return MPI_SUCCESS;
+    }
+  }
+  MPI_Status st;
+  int rc = PMPI_Iprobe(source, tag, comm, flag, &st);
+  if (rc != MPI_SUCCESS || !*flag) return rc;
+  int bytes = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  if (bytes != kDescriptorBytes || !descriptors_possible()) {
+    if (status != MPI_STATUS_IGNORE) *status = st;
+    return rc;
+  }
+  // Take exactly the probed message (the first from its source with its tag)
+  // and look at it.
+  MPI_Message msg;
+  MPI_Status mst;
+  rc = PMPI_Mprobe(st.MPI_SOURCE, st.MPI_TAG, comm, &msg, &mst);
+  if (rc != MPI_SUCCESS) return rc;
+  Stashed e;
+  e.comm = comm;
+  e.source = mst.MPI_SOURCE;
+  e.tag = mst.MPI_TAG;
+  e.raw.resize(kDescriptorBytes);
+  rc = PMPI_Mrecv(e.raw.data(), kDescriptorBytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) return rc;
+  if (auto d = decode(e.raw.data(), world_rank_of(comm, e.source), my_world_rank(), e.tag)) {
+    e.is_descriptor = true;
+    e.descriptor = *d;
+    e.raw.clear();
+  }
+  status_of(e, status);
+  std::lock_guard lock(g_mu);
+  g_entries.push_back(std::move(e));
+  g_stashed.fetch_add(1, std::memory_order_relaxed);
+  return MPI_SUCCESS;
+}
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,37 @@
+// Messages MPI_Probe/MPI_Iprobe had to take out of the system MPI. A probe
+// must report a multi-message transfer with its real size, but a message of
+// exactly kDescriptorBytes can only be told apart from raw bytes by reading
+// it: the probe then matches it (MPI_Mprobe), receives it, and keeps it here,
+// and the next receive or probe that matches it on that communicator gets it
+// from here first. Empty unless a probe met such a message.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <optional>
+#include <vector>
+
+#include "transport/descriptor.hpp"
+
+namespace dtmpi::transport {
+
+struct Stashed {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int source = 0, tag = 0;
+  bool is_descriptor = false;
+  Descriptor descriptor;            // is_descriptor
+  std::vector<unsigned char> raw;   // otherwise: the message's bytes
+  int64_t bytes() const { return is_descriptor ? descriptor.total_bytes : static_cast<int64_t>(raw.size()); }
+};
+
+extern std::atomic<int> g_stashed;
+inline bool stash_any() { return g_stashed.load(std::memory_order_relaxed) != 0; }
+
+// Removes and returns the earliest stashed message a receive of (source, tag)
+// on `comm` matches.
+std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag);
+
+// MPI_Iprobe that sees multi-message transfers with their real size.
+int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
+
+}  // namespace dtmpi::transport
