@@ -40,8 +40,52 @@ int stage_send(const tp::UserBuffer& b, bool via_device, rt::Staging& out, MPI_C
   return MPI_SUCCESS;
 }
 
+// The packed bytes on the GPU, for a CUDA-aware system MPI.
+int pack_on_device(const tp::UserBuffer& b, rt::DeviceBuffer& out, MPI_Comm comm) {
+  auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
+  if (!dev) return raise(comm, MPI_ERR_NO_MEM);
+  out = dev.value();
+  rt::PointerInfo di;
+  di.kind = rt::MemKind::kDevice;
+  di.device = b.info.device;
+  auto ok = rt::gpu_pack(*b.plan, b.count, b.ptr, b.info, out.ptr, di);
+  if (!ok) {
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ok.error().what.c_str());
+    rt::release_device_buffer(out);
+    return raise(comm, MPI_ERR_OTHER);
+  }
+  return MPI_SUCCESS;
+}
+
+// A send through a CUDA-aware system MPI: the packed device buffer.
+int send_device(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  rt::PendingOp op;
+  if (int rc = pack_on_device(b, op.device, comm); rc != MPI_SUCCESS) return rc;
+  rt::count(rt::Counter::kStagedSends);
+  const int n = static_cast<int>(b.bytes);
+  void* p = op.device.ptr;
+  int rc;
+  if (!request) {
+    rc = mode == Mode::kSynchronous ? REAL(MPI_Ssend)(p, n, MPI_PACKED, dest, tag, comm)
+         : mode == Mode::kBuffered  ? REAL(MPI_Bsend)(p, n, MPI_PACKED, dest, tag, comm)
+                                    : REAL(MPI_Send)(p, n, MPI_PACKED, dest, tag, comm);
+    rt::release_device_buffer(op.device);
+    return rc;
+  }
+  rc = mode == Mode::kSynchronous ? REAL(MPI_Issend)(p, n, MPI_PACKED, dest, tag, comm, request)
+       : mode == Mode::kBuffered  ? REAL(MPI_Ibsend)(p, n, MPI_PACKED, dest, tag, comm, request)
+                                  : REAL(MPI_Isend)(p, n, MPI_PACKED, dest, tag, comm, request);
+  if (rc != MPI_SUCCESS) {
+    rt::release_device_buffer(op.device);
+    return rc;
+  }
+  rt::track(*request, std::move(op));
+  return rc;
+}
+
 // A staged send by whichever method applies; `request` null: blocking.
 int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (rt::on_gpu(b.info) && tp::mpi_takes_device_memory()) return send_device(mode, b, dest, tag, comm, request);
   const int dest_world = tp::world_rank_of(comm, dest);
   const tp::Method m = mode == Mode::kBuffered ? (b.bytes > 256 * 1024 ? tp::Method::kStaged : tp::Method::kOneShot)
                                                : tp::choose_method(b.bytes, b.info, dest_world);
@@ -74,17 +118,26 @@ int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm 
 }
 
 // Prepares a single-message staged receive: the op to finish later.
-int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm) {
-  auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
-  if (!st) return raise(comm, MPI_ERR_NO_MEM);
+// With a CUDA-aware system MPI the message lands in a pooled device buffer.
+int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm, void*& landing) {
   rt::count(rt::Counter::kStagedRecvs);
+  if (rt::on_gpu(b.info) && tp::mpi_takes_device_memory()) {
+    auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
+    if (!dev) return raise(comm, MPI_ERR_NO_MEM);
+    op.device = dev.value();
+    landing = op.device.ptr;
+  } else {
+    auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
+    if (!st) return raise(comm, MPI_ERR_NO_MEM);
+    op.staging = st.value();
+    landing = op.staging.ptr;
+  }
   op.kind = rt::PendingOp::Kind::kRecv;
   op.plan = b.plan;
   op.count = b.count;
   op.user = b.ptr;
   op.user_info = b.info;
   op.via_device = b.bytes > 256 * 1024;
-  op.staging = st.value();
   return MPI_SUCCESS;
 }
 
@@ -98,12 +151,14 @@ int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_St
     return rc;
   }
   rt::PendingOp op;
-  if (int rc = begin_receive(r.buffer, op, comm); rc != MPI_SUCCESS) return rc;
+  void* landing = nullptr;
+  if (int rc = begin_receive(r.buffer, op, comm, landing); rc != MPI_SUCCESS) return rc;
   MPI_Status local;
-  int rc = REAL(MPI_Recv)(op.staging.ptr, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, &local);
+  int rc = REAL(MPI_Recv)(landing, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, &local);
   local.MPI_ERROR = rc;
   int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &local) : MPI_SUCCESS;
   rt::release_staging(op.staging);
+  rt::release_device_buffer(op.device);
   if (status != MPI_STATUS_IGNORE) *status = local;
   if (urc != MPI_SUCCESS) return raise(comm, urc);
   return rc;
@@ -117,10 +172,12 @@ int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI
     return rc == MPI_SUCCESS ? rc : raise(comm, rc);
   }
   rt::PendingOp op;
-  if (int rc = begin_receive(r.buffer, op, comm); rc != MPI_SUCCESS) return rc;
-  int rc = REAL(MPI_Irecv)(op.staging.ptr, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, request);
+  void* landing = nullptr;
+  if (int rc = begin_receive(r.buffer, op, comm, landing); rc != MPI_SUCCESS) return rc;
+  int rc = REAL(MPI_Irecv)(landing, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, request);
   if (rc != MPI_SUCCESS) {
     rt::release_staging(op.staging);
+    rt::release_device_buffer(op.device);
     return rc;
   }
   rt::track(*request, std::move(op));

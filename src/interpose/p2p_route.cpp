@@ -29,6 +29,11 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
       DTMPI_LOG(kError, "a GPU buffer with a datatype dtmpi cannot plan: passed to the system MPI");
     return false;
   }
+  if (rt::on_gpu(b.info) && transport::mpi_takes_device_memory()) {
+    type::StridedPlan whole;
+    if (b.plan->is_strided() && b.plan->strided_for_count(count, whole) && whole.ndims == 0)
+      return false;  // contiguous device data: the CUDA-aware system MPI takes it as it is
+  }
   b.ptr = const_cast<void*>(buf);
   b.count = count;
   b.type = type;

@@ -1,5 +1,7 @@
 #include "runtime/buffer_pool.hpp"
 
+#include "runtime/config.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -27,7 +29,7 @@ Result<PooledBuffer> BufferPool::acquire(size_t bytes) {
     int prev = 0;
     DTMPI_CUDA_CHECK(cudaGetDevice(&prev));
     if (prev != device_) DTMPI_CUDA_CHECK(cudaSetDevice(device_));
-    cudaError_t rc = cudaMalloc(&p, cap);
+    cudaError_t rc = config().test_managed_pool ? cudaMallocManaged(&p, cap) : cudaMalloc(&p, cap);
     if (prev != device_) cudaSetDevice(prev);
     DTMPI_CUDA_CHECK(rc);
   } else {

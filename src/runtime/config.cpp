@@ -78,6 +78,7 @@ Config read_environment() {
   c.pipeline_min = bytes("DTMPI_PIPELINE_MIN", int64_t{4} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
+  c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
   log::g_level.store(level_of(c.log));
   return c;
 }

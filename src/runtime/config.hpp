@@ -22,6 +22,10 @@ struct Config {
   // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take
   // the staged point-to-point path too, so CI without GPUs exercises it
   bool test_stage_host = false;
+  // DTMPI_TEST_MANAGED_POOL=1 (tests only): pooled "device" buffers are
+  // managed memory, so a system MPI that is not CUDA-aware can stand in for
+  // one that is (with DTMPI_CUDA_AWARE=1)
+  bool test_managed_pool = false;
 };
 
 struct VariableDoc {

@@ -53,7 +53,16 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
     DTMPI_LOG(kWarn, "received %d bytes, not a whole number of %lld-byte elements: %lld unpacked", bytes,
               static_cast<long long>(size), static_cast<long long>(elements));
   }
-  if (elements > 0) {
+  if (elements > 0 && op.device.ptr) {
+    PointerInfo di;
+    di.kind = MemKind::kDevice;
+    di.device = op.device.device;
+    auto stt = gpu_unpack(*op.plan, elements, op.device.ptr, di, op.user, op.user_info);
+    if (!stt) {
+      DTMPI_LOG(kError, "unpacking a received message failed: %s", stt.error().what.c_str());
+      return MPI_ERR_OTHER;
+    }
+  } else if (elements > 0) {
     auto stt = stage_in(*op.plan, elements, op.staging, op.user, op.user_info, op.via_device);
     if (!stt) {
       DTMPI_LOG(kError, "unpacking a received message failed: %s", stt.error().what.c_str());
@@ -77,6 +86,7 @@ int finish_tracked(MPI_Request req, MPI_Status* status) {
   int rc = MPI_SUCCESS;
   if (op.kind == PendingOp::Kind::kRecv) rc = finish_receive(op, status);
   release_staging(op.staging);
+  release_device_buffer(op.device);
   return rc;
 }
 
@@ -124,6 +134,7 @@ void progress() {
   }
   for (auto& d : done) {
     release_staging(d.second.staging);
+    release_device_buffer(d.second.device);
     g_tracked.fetch_sub(1, std::memory_order_relaxed);
   }
 }

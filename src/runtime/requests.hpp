@@ -24,6 +24,7 @@ struct PendingOp {
   void* user = nullptr;
   PointerInfo user_info;
   Staging staging;
+  DeviceBuffer device;  // CUDA-aware system MPI: the packed bytes on the GPU
   bool via_device = false;
 };
 

@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
+#include "runtime/system_info.hpp"
 
 namespace dtmpi::transport {
 namespace {
@@ -31,6 +32,7 @@ struct Peers {
   int32_t id_limit = 16383;  // data_tag/ack_tag stay below the tag upper bound
   std::vector<PeerFacts> facts;
   bool descriptors = false;
+  bool cuda_aware = false;
   int keyval = MPI_KEYVAL_INVALID;
   std::atomic<int32_t> next_id{0};
 };
@@ -74,8 +76,13 @@ int init_peers() {
   p.facts.resize(static_cast<size_t>(size));
   rc = PMPI_Allgather(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
   if (rc != MPI_SUCCESS) return rc;
+  const std::string& ca = runtime::config().cuda_aware;
+  p.cuda_aware = runtime::gpu_enabled() &&
+                 (ca == "1" || ca == "on" || ca == "yes" ||
+                  (ca == "auto" && runtime::mpi_cuda_aware() == runtime::CudaAware::kYes));
   p.descriptors = runtime::config().test_stage_host;
   for (const auto& f : p.facts) p.descriptors = p.descriptors || f.gpu;
+  p.descriptors = p.descriptors && !p.cuda_aware;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_rank_map, &p.keyval, nullptr);
   p.ready = true;
   return MPI_SUCCESS;
@@ -93,6 +100,7 @@ bool peers_ready() { return peers().ready; }
 MPI_Comm private_comm() { return peers().comm; }
 int my_world_rank() { return peers().rank; }
 bool descriptors_possible() { return peers().ready && peers().descriptors; }
+bool mpi_takes_device_memory() { return peers().ready && peers().cuda_aware; }
 
 int world_rank_of(MPI_Comm comm, int rank) {
   Peers& p = peers();

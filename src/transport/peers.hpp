@@ -27,8 +27,12 @@ bool peer_uses_gpu(int world_rank);
 bool ipc_possible(int world_rank);
 void mark_no_ipc(int world_rank);
 // True when some rank of the job may send a multi-message transfer (one uses
-// a GPU, or the host test mode is on): receives must then look for descriptors.
+// a GPU, or the host test mode is on, and the system MPI is not CUDA-aware):
+// receives must then look for descriptors.
 bool descriptors_possible();
+// The system MPI takes device pointers (DTMPI_CUDA_AWARE, else
+// MPIX_Query_cuda_support): GPU buffers go to it as they are or packed on the GPU.
+bool mpi_takes_device_memory();
 
 // Tags on the private communicator. Messages from X to Y with tag
 // data_tag(i) carry X's transfer i; ack_tag(i) answers Y's transfer i.

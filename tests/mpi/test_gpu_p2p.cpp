@@ -69,6 +69,15 @@ class GpuP2P : public ::testing::Test {
   }
 };
 
+// Test buffers: device memory, or managed memory when DTMPI_TEST_USER_MANAGED=1
+// (the CUDA-aware variant: a system MPI that is not CUDA-aware can read managed
+// memory, so it stands in for one that is -- see DTMPI_TEST_MANAGED_POOL).
+cudaError_t gpu_alloc(char** p, size_t n) {
+  const char* m = std::getenv("DTMPI_TEST_USER_MANAGED");
+  if (m && std::string(m) == "1") return cudaMallocManaged(reinterpret_cast<void**>(p), n);
+  return cudaMalloc(reinterpret_cast<void**>(p), n);
+}
+
 uint64_t stat_value(const char* key) {
   std::string s = dtmpi_stats();
   auto at = s.find(key);
@@ -111,14 +120,14 @@ TEST_F(GpuP2P, EveryPairingOfHostAndDevice) {
           char *sbuf = nullptr, *rbuf = nullptr;
           std::vector<char> hs, hr;
           if (send_dev) {
-            ASSERT_EQ(cudaMalloc(&sbuf, bytes), cudaSuccess);
+            ASSERT_EQ(gpu_alloc(&sbuf, bytes), cudaSuccess);
             cudaMemcpy(sbuf, mine.data(), bytes, cudaMemcpyHostToDevice);
           } else {
             hs = mine;
             sbuf = hs.data();
           }
           if (recv_dev) {
-            ASSERT_EQ(cudaMalloc(&rbuf, bytes), cudaSuccess);
+            ASSERT_EQ(gpu_alloc(&rbuf, bytes), cudaSuccess);
             cudaMemset(rbuf, 0x11, bytes);
           } else {
             hr.assign(bytes, 0x11);
@@ -176,8 +185,8 @@ TEST_F(GpuP2P, DifferentTypesOfOneSignature) {
   pos = 0;
   PMPI_Pack(mine.data(), 1, vec, my_packed.data(), static_cast<int>(packed), &pos, MPI_COMM_SELF);
   char *dvec, *dbytes;
-  ASSERT_EQ(cudaMalloc(&dvec, span), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dbytes, packed), cudaSuccess);
+  ASSERT_EQ(gpu_alloc(&dvec, span), cudaSuccess);
+  ASSERT_EQ(gpu_alloc(&dbytes, packed), cudaSuccess);
   const uint64_t ipc_before = stat_value("CUDA IPC reads ");
   for (int dir = 0; dir < 2; ++dir) {
     // dir 0: even rank sends the strided buffer, odd rank receives bytes
