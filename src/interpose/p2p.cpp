@@ -61,7 +61,7 @@ int pack_on_device(const tp::UserBuffer& b, rt::DeviceBuffer& out, MPI_Comm comm
 int send_device(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
   rt::PendingOp op;
   if (int rc = pack_on_device(b, op.device, comm); rc != MPI_SUCCESS) return rc;
-  rt::count(rt::Counter::kStagedSends);
+  rt::count(rt::Counter::kDeviceSends);
   const int n = static_cast<int>(b.bytes);
   void* p = op.device.ptr;
   int rc;

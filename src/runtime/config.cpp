@@ -74,6 +74,11 @@ Config read_environment() {
   c.cuda = text("DTMPI_CUDA", "auto");
   c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "stream") == "legacy";
   c.method = text("DTMPI_METHOD", "auto");
+  if (c.method != "auto" && c.method != "oneshot" && c.method != "staged" && c.method != "pipelined" &&
+      c.method != "device") {
+    DTMPI_LOG(kWarn, "DTMPI_METHOD=%s is not oneshot, staged, pipelined, device or auto: using auto", c.method.c_str());
+    c.method = "auto";
+  }
   c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{1} << 20, 4096);
   c.pipeline_min = bytes("DTMPI_PIPELINE_MIN", int64_t{4} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");

@@ -19,6 +19,7 @@ enum class Counter : int {
   kMultiSends,      // multi-message sends (pipelined, IPC, rendezvous)
   kMultiRecvs,      // receives that met a multi-message descriptor
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
+  kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI
   kPackedBytes,
   kCount
 };

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace {
 class FailurePrinter : public ::testing::EmptyTestEventListener {
@@ -22,7 +23,15 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // DTMPI_TEST_THREADS=1: initialize for MPI_THREAD_MULTIPLE (tests that use
+  // threads skip themselves when the system MPI does not provide it)
+  const char* threads = std::getenv("DTMPI_TEST_THREADS");
+  if (threads && threads[0] == '1') {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

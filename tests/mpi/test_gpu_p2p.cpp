@@ -161,6 +161,10 @@ TEST_F(GpuP2P, EveryPairingOfHostAndDevice) {
       }
     }
     if (c.type != MPI_DOUBLE && c.type != MPI_BYTE) MPI_Type_free(&c.type);
+    const char* aware = std::getenv("DTMPI_CUDA_AWARE");
+    if (aware && std::string(aware) == "1" && c.name == "indexed irregular") {
+      EXPECT_GT(stat_value("CUDA-aware sends "), 0u);  // the packed device buffer went to the system MPI
+    }
     MPI_Barrier(MPI_COMM_WORLD);
   }
 }

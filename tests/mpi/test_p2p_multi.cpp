@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/random_types.hpp"
@@ -416,5 +417,38 @@ TEST(MultiMessageP2P, ProbeSeesRealSizes) {
   ASSERT_EQ(MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
   MPI_Type_free(&vec);
   MPI_Type_free(&small);
+  barrier();
+}
+
+// MPI_THREAD_MULTIPLE: several threads per rank run multi-message transfers
+// (and their progress) at once, each on its own tags; every byte arrives.
+TEST(MultiMessageP2P, ThreadsAtOnce) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "the system MPI does not provide MPI_THREAD_MULTIPLE";
+  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  MPI_Datatype vec;
+  MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);
+  MPI_Type_commit(&vec);
+  constexpr int kThreads = 4, kRounds = 20;
+  std::vector<int> bad(kThreads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      std::vector<int> src(65536), dst(65536);
+      for (int r = 0; r < kRounds; ++r) {
+        for (int i = 0; i < 65536; ++i) src[static_cast<size_t>(i)] = me * 1000000 + t * 10000 + r * 100 + i % 97;
+        MPI_Request q[2];
+        MPI_Irecv(dst.data(), 1, vec, left, 1000 + t, MPI_COMM_WORLD, &q[0]);
+        MPI_Isend(src.data(), 1, vec, right, 1000 + t, MPI_COMM_WORLD, &q[1]);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        for (int i = 0; i < 65536; i += 2)
+          if (dst[static_cast<size_t>(i)] != left * 1000000 + t * 10000 + r * 100 + i % 97) ++bad[t];
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+  MPI_Type_free(&vec);
   barrier();
 }
