@@ -130,8 +130,10 @@ int bench_gpu_pingpong(int argc, char** argv) {
   }
   bool quick = false;
   const char* csv_path = nullptr;
+  const char* filter = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) filter = argv[++i];
     if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv_path = argv[++i];
   }
   const double budget = quick ? 0.05 : 0.15;
@@ -155,6 +157,14 @@ int bench_gpu_pingpong(int argc, char** argv) {
   objs.push_back(object_3d(96, true));
   objs.push_back(object_3d(215, true));
   objs.push_back(object_3d(256, false));
+  if (filter) {  // objects whose name contains `filter`
+    std::vector<Object> kept;
+    for (auto& o : objs) {
+      if (o.name.find(filter) != std::string::npos) kept.push_back(o);
+      else MPI_Type_free(&o.type);
+    }
+    objs = kept;
+  }
   FILE* csv = me == 0 && csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
     std::fprintf(csv, "object,bytes,block,oneshot,staged,pipelined,device,auto,manual,per_block,per_block_scaled,"

@@ -2,7 +2,7 @@
 //   dtmpi-bench pack [--quick] [--filter S]   CPU MPI_Pack: system MPI vs dtmpi vs memcpy
 //   dtmpi-bench pack --gpu [--quick] [--csv F] GPU MPI_Pack vs per-block/2D copies vs one copy
 //   dtmpi-bench latency             8-byte ping-pong through dtmpi vs direct (2 ranks)
-//   dtmpi-bench pingpong --gpu [--quick] [--csv F]  2D/3D objects on device buffers: each method, auto,
+//   dtmpi-bench pingpong --gpu [--quick] [--csv F] [--filter S]  2D/3D objects on device buffers: each method, auto,
 //                                   manual and per-block baselines, the limit (2 ranks)
 #include <mpi.h>
 

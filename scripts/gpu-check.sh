@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|build|test|bench|pingpong] [--quick]
+#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks] [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -43,6 +43,15 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step "dtmpi-bench pack --gpu $quick"
   $build/bench/dtmpi-bench pack --gpu $quick --csv "$out/gpu-pack.csv" | tee "$out/gpu-pack.txt"
+fi
+
+if [ "$what" = chunks ]; then
+  step "pipelined method: chunk size sweep (DTMPI_PIPELINE_CHUNK), one-way us"
+  for c in 256K 512K 1M 2M 4M 8M; do
+    echo "--- chunk $c"
+    DTMPI_PIPELINE_CHUNK=$c mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "4096 KiB / 256" | tail -1
+    DTMPI_PIPELINE_CHUNK=$c mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "65536 KiB / 4096" | tail -1
+  done 2>&1 | tee "$out/gpu-pipeline-chunks.txt"
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ] || [ "$what" = pingpong ]; then
