@@ -18,7 +18,7 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
     {"DTMPI_METHOD", "auto",
      "GPU point-to-point method: oneshot, staged, pipelined, device or auto (see docs/point-to-point.md)"},
-    {"DTMPI_PIPELINE_CHUNK", "1048576", "bytes per chunk of the pipelined method"},
+    {"DTMPI_PIPELINE_CHUNK", "2097152", "bytes per chunk of the pipelined method"},
     {"DTMPI_PIPELINE_MIN", "4194304", "auto: messages from this many packed bytes use the pipelined method"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
@@ -79,7 +79,7 @@ Config read_environment() {
     DTMPI_LOG(kWarn, "DTMPI_METHOD=%s is not oneshot, staged, pipelined, device or auto: using auto", c.method.c_str());
     c.method = "auto";
   }
-  c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{1} << 20, 4096);
+  c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
   c.pipeline_min = bytes("DTMPI_PIPELINE_MIN", int64_t{4} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
