@@ -98,13 +98,34 @@ struct IpcRegion {
   uint64_t buffer_id = 0;
   int64_t offset = 0;
 };
-// Exports the allocation holding device pointer `p` (cached per allocation).
-Result<IpcRegion> ipc_export(const void* p);
+// Exports the allocation holding device pointer `p` (cached per allocation;
+// `pooled`: p is a pooled buffer, which lives until ipc_close_all, so the
+// cache is consulted by address before asking the driver).
+Result<IpcRegion> ipc_export(const void* p, bool pooled = false);
 // Maps `r` exported by process `peer` into `device` and returns the region's
 // address there. Mappings are cached per (peer, allocation) and the least
 // recently used are closed beyond a bound.
 Result<const void*> ipc_open(int peer, const IpcRegion& r, int device);
 void ipc_close_all();
+
+// Interprocess events: the sender records one on dtmpi's stream of `device`
+// after queued work (pooled; returned with ipc_event_release once the peer is
+// done with it); the receiver makes its stream on `device` wait for it.
+struct IpcEvent {
+  unsigned char handle[64] = {};
+  void* event = nullptr;  // sender side: the cudaEvent_t
+  int device = -1;
+};
+Result<IpcEvent> ipc_event_record(int device);
+void ipc_event_release(IpcEvent& e);
+Status ipc_event_wait(int peer, const IpcEvent& e, int device);
+
+// Queues the pack of `count` elements of `user` (on GPU `ui.device`) into
+// device memory `dst` on dtmpi's stream, without waiting for it.
+Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                            void* dst);
+// Waits for everything queued on dtmpi's stream of `device`.
+Status wait_stream(int device);
 
 // Pool counters (allocations from CUDA, reuses, bytes held) as one line.
 std::string gpu_pool_stats();

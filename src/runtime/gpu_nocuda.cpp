@@ -48,9 +48,16 @@ int current_device() { return 0; }
 Result<GpuMarker> copy_async(void*, const void*, size_t, int) { return Error{kErrUnsupported, "built without CUDA"}; }
 Result<bool> marker_done(GpuMarker) { return true; }
 void release_marker(GpuMarker) {}
-Result<IpcRegion> ipc_export(const void*) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<IpcRegion> ipc_export(const void*, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 Result<const void*> ipc_open(int, const IpcRegion&, int) { return Error{kErrUnsupported, "built without CUDA"}; }
 void ipc_close_all() {}
+Result<IpcEvent> ipc_event_record(int) { return Error{kErrUnsupported, "built without CUDA"}; }
+void ipc_event_release(IpcEvent&) {}
+Status ipc_event_wait(int, const IpcEvent&, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
+  return Error{kErrUnsupported, "built without CUDA"};
+}
+Status wait_stream(int) { return ok_status(); }
 
 std::string gpu_pool_stats() { return "built without CUDA"; }
 void release_gpu_resources() {}

@@ -6,12 +6,14 @@
 #include <cstring>
 #include <list>
 #include <map>
+#include <string>
 #include <mutex>
 #include <tuple>
 #include <vector>
 
 #include "base/cuda_check.hpp"
 #include "base/log.hpp"
+#include "pack/gpu_pack.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/gpu_internal.hpp"
 
@@ -97,6 +99,7 @@ constexpr size_t kMaxImported = 64;  // mappings kept open per process
 struct IpcCaches {
   std::mutex mu;
   std::map<uintptr_t, Exported> exported;  // allocation start -> handle
+  std::map<const void*, IpcRegion> pooled;  // pooled buffers by address
   using Key = std::tuple<int, uint64_t, int>;  // peer, buffer id, device
   std::list<std::pair<Key, Imported>> lru;     // most recent first
   std::map<Key, std::list<std::pair<Key, Imported>>::iterator> imported;
@@ -109,7 +112,13 @@ IpcCaches& ipc() {
 
 }  // namespace
 
-Result<IpcRegion> ipc_export(const void* p) {
+Result<IpcRegion> ipc_export(const void* p, bool pooled) {
+  auto& c = ipc();
+  if (pooled) {
+    std::lock_guard lock(c.mu);
+    auto it = c.pooled.find(p);
+    if (it != c.pooled.end()) return it->second;
+  }
   uintptr_t start = 0;
   size_t size = 0;
   unsigned long long id = 0;
@@ -117,7 +126,6 @@ Result<IpcRegion> ipc_export(const void* p) {
   IpcRegion r;
   r.buffer_id = id;
   r.offset = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) - start);
-  auto& c = ipc();
   std::lock_guard lock(c.mu);
   auto it = c.exported.find(start);
   if (it == c.exported.end() || it->second.id != id) {
@@ -129,6 +137,7 @@ Result<IpcRegion> ipc_export(const void* p) {
   }
   static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(r.handle));
   std::memcpy(r.handle, &it->second.handle, sizeof(r.handle));
+  if (pooled) c.pooled[p] = r;
   return r;
 }
 
@@ -169,6 +178,102 @@ void ipc_close_all() {
   c.lru.clear();
   c.imported.clear();
   c.exported.clear();
+  c.pooled.clear();
+}
+
+// ------------------------------------------------------- interprocess events --
+namespace {
+
+struct EventCaches {
+  std::mutex mu;
+  std::vector<std::pair<int, cudaEvent_t>> free;  // (device, event) ready for reuse
+  std::map<std::tuple<int, int, std::string>, cudaEvent_t> opened;  // (peer, device, handle)
+};
+
+EventCaches& events() {
+  static auto* c = new EventCaches;
+  return *c;
+}
+
+}  // namespace
+
+Result<IpcEvent> ipc_event_record(int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  auto& c = events();
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lock(c.mu);
+    for (size_t i = 0; i < c.free.size(); ++i)
+      if (c.free[i].first == device) {
+        ev = c.free[i].second;
+        c.free.erase(c.free.begin() + static_cast<long>(i));
+        break;
+      }
+  }
+  if (!ev) DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess));
+  IpcEvent e;
+  e.event = ev;
+  e.device = device;
+  cudaIpcEventHandle_t h;
+  static_assert(sizeof(h) == sizeof(e.handle));
+  DTMPI_CUDA_CHECK(cudaIpcGetEventHandle(&h, ev));  // the same handle for the event's lifetime
+  std::memcpy(e.handle, &h, sizeof(h));
+  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s.value()));
+  return e;
+}
+
+void ipc_event_release(IpcEvent& e) {
+  if (!e.event) return;
+  auto& c = events();
+  std::lock_guard lock(c.mu);
+  c.free.emplace_back(e.device, static_cast<cudaEvent_t>(e.event));
+  e.event = nullptr;
+}
+
+Status ipc_event_wait(int peer, const IpcEvent& e, int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  auto& c = events();
+  const auto key = std::make_tuple(peer, device, std::string(reinterpret_cast<const char*>(e.handle), sizeof(e.handle)));
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.opened.find(key);
+    if (it != c.opened.end()) ev = it->second;
+  }
+  if (!ev) {
+    cudaIpcEventHandle_t h;
+    std::memcpy(&h, e.handle, sizeof(h));
+    DTMPI_CUDA_CHECK(cudaIpcOpenEventHandle(&ev, h));
+    std::lock_guard lock(c.mu);
+    c.opened[key] = ev;
+  }
+  DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s.value(), ev, 0));
+  return ok_status();
+}
+
+Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                            void* dst) {
+  DeviceScope scope(ui.device);
+  auto s = stream_for(ui.device);
+  if (!s) return s.error();
+  type::StridedPlan whole;
+  if (plan.is_strided() && plan.strided_for_count(count, whole) && whole.ndims == 0) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(user) + whole.offset,
+                                     static_cast<size_t>(count * plan.size), cudaMemcpyDefault, s.value()));
+    return ok_status();
+  }
+  return pack::pack_device(plan, count, user, dst, ui.device, s.value());
+}
+
+Status wait_stream(int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  return finish(device, s.value());
 }
 
 }  // namespace dtmpi::runtime

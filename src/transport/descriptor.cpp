@@ -21,7 +21,9 @@ struct Wire_ {
   unsigned char ipc_handle[64];
   uint64_t ipc_buffer_id;
   int64_t ipc_offset;
-  unsigned char reserved[80];
+  unsigned char ipc_event[64];  // interprocess event recorded after the pack
+  uint64_t has_event;
+  unsigned char reserved[8];
   uint64_t check[2];
 };
 static_assert(sizeof(Wire_) == kDescriptorBytes);
@@ -68,6 +70,8 @@ void encode(const Descriptor& d, unsigned char* out) {
   std::memcpy(w.ipc_handle, d.region.handle, sizeof(w.ipc_handle));
   w.ipc_buffer_id = d.region.buffer_id;
   w.ipc_offset = d.region.offset;
+  std::memcpy(w.ipc_event, d.event.handle, sizeof(w.ipc_event));
+  w.has_event = d.has_event ? 1 : 0;
   checksum(w, w.check);
   std::memcpy(out, &w, sizeof(w));
 }
@@ -93,6 +97,8 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   std::memcpy(d.region.handle, w.ipc_handle, sizeof(w.ipc_handle));
   d.region.buffer_id = w.ipc_buffer_id;
   d.region.offset = w.ipc_offset;
+  std::memcpy(d.event.handle, w.ipc_event, sizeof(w.ipc_event));
+  d.has_event = w.has_event != 0;
   return d;
 }
 

@@ -238,6 +238,14 @@ bool ReceiveOp::read_over_ipc() {
     (void)once;
     return false;
   }
+  if (d_.has_event) {
+    auto w = rt::ipc_event_wait(d_.sender_world, d_.event, device);
+    if (!w) {
+      DTMPI_LOG(kWarn, "waiting for rank %d's CUDA IPC event failed (%s): payload through host memory",
+                d_.sender_world, w.error().what.c_str());
+      return false;
+    }
+  }
   rt::PointerInfo pi;
   pi.kind = rt::MemKind::kDevice;
   pi.device = device;

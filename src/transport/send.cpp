@@ -24,6 +24,7 @@ class SendTail final : public Operation {
     for (auto m : markers) rt::release_marker(m);
     rt::release_staging(staging);
     rt::release_device_buffer(device);
+    rt::ipc_event_release(event);
   }
   bool step() override;
 
@@ -32,6 +33,7 @@ class SendTail final : public Operation {
   int peer_world = -1;
   rt::Staging staging;       // packed bytes in host memory
   rt::DeviceBuffer device;   // packed bytes on the GPU (IPC)
+  rt::IpcEvent event;        // recorded after the pack (IPC)
   std::vector<rt::GpuMarker> markers;
   std::vector<MPI_Request> reqs;  // chunk sends, payload send
   int32_t ack = 0;
@@ -232,14 +234,23 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
     // the fallback a failed IPC mapping takes.
     d.wire = Wire::kIpc;
     if (rt::on_gpu(b.info) && ipc_possible(dest_world)) {
-      auto dev = pack_to_device(b);
-      if (!dev) {
-        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", dev.error().what.c_str());
+      // the pack is queued, not waited for: the receiver's stream waits for
+      // the event recorded after it
+      auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
+      if (!dev) return MPI_ERR_NO_MEM;
+      tail->device = dev.value();
+      auto packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail->device.ptr);
+      auto ev = packed ? rt::ipc_event_record(b.info.device) : Result<rt::IpcEvent>(packed.error());
+      if (!ev) {
+        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ev.error().what.c_str());
         return MPI_ERR_OTHER;
       }
-      tail->device = dev.value();
-      auto region = rt::ipc_export(tail->device.ptr);
+      tail->event = ev.value();
+      d.has_event = true;
+      d.event = ev.value();
+      auto region = rt::ipc_export(tail->device.ptr, true);
       if (!region) {
+        if (auto w = rt::wait_stream(b.info.device); !w) return MPI_ERR_OTHER;
         DTMPI_LOG(kInfo, "CUDA IPC export failed (%s): pipelined", region.error().what.c_str());
         rt::release_device_buffer(tail->device);
         return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
