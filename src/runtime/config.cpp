@@ -13,13 +13,13 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_DISABLE", "0", "1: every MPI call goes straight to the system MPI (pure pass-through)"},
     {"DTMPI_HOST_PACK", "1",
      "0: MPI_Pack/MPI_Unpack on host memory use the system MPI instead of dtmpi's packer"},
-    {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info or debug"},
+    {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info, debug, or decisions (info + each first method choice)"},
+    {"DTMPI_CACHE_DIR", "$XDG_CACHE_HOME/dtmpi", "where dtmpi-measure writes and MPI_Init reads the performance model"},
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
     {"DTMPI_METHOD", "auto",
      "GPU point-to-point method: oneshot, staged, pipelined, device or auto (see docs/point-to-point.md)"},
     {"DTMPI_PIPELINE_CHUNK", "2097152", "bytes per chunk of the pipelined method"},
-    {"DTMPI_PIPELINE_MIN", "4194304", "auto: messages from this many packed bytes use the pipelined method"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
     {"DTMPI_GPU_ORDER", "stream",
@@ -60,7 +60,7 @@ int64_t bytes(const char* name, int64_t dflt, int64_t min) {
 
 int level_of(const std::string& s) {
   if (s == "error") return 0;
-  if (s == "info") return 2;
+  if (s == "info" || s == "decisions") return 2;
   if (s == "debug") return 3;
   return 1;
 }
@@ -71,6 +71,7 @@ Config read_environment() {
   c.host_pack = flag("DTMPI_HOST_PACK", true);
   c.stats = flag("DTMPI_STATS", false);
   c.log = text("DTMPI_LOG", "warn");
+  c.log_decisions = c.log == "decisions";
   c.cuda = text("DTMPI_CUDA", "auto");
   c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "stream") == "legacy";
   c.method = text("DTMPI_METHOD", "auto");
@@ -80,7 +81,6 @@ Config read_environment() {
     c.method = "auto";
   }
   c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
-  c.pipeline_min = bytes("DTMPI_PIPELINE_MIN", int64_t{4} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);

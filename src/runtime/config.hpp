@@ -12,12 +12,12 @@ struct Config {
   bool disable = false;    // DTMPI_DISABLE: every call a pure pass-through
   bool host_pack = true;   // DTMPI_HOST_PACK: our CPU packer for MPI_Pack/Unpack
   bool stats = false;      // DTMPI_STATS: print counters at MPI_Finalize
-  std::string log = "warn";// DTMPI_LOG: error|warn|info|debug
+  std::string log = "warn";// DTMPI_LOG: error|warn|info|debug|decisions
+  bool log_decisions = false;  // DTMPI_LOG=decisions: info level plus each first method decision
   std::string cuda = "auto"; // DTMPI_CUDA: auto|off (use GPUs at run time)
   bool gpu_order_legacy = false;  // DTMPI_GPU_ORDER=legacy: wait for the legacy default stream
   std::string method = "auto";    // DTMPI_METHOD: auto|oneshot|staged|pipelined|device
   int64_t pipeline_chunk = 2 << 20;      // DTMPI_PIPELINE_CHUNK (measured: bench/results/gpu-pipeline-chunks-*)
-  int64_t pipeline_min = int64_t{4} << 20;  // DTMPI_PIPELINE_MIN
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take
   // the staged point-to-point path too, so CI without GPUs exercises it

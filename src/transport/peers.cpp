@@ -13,6 +13,7 @@
 #include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/system_info.hpp"
+#include "transport/predict.hpp"
 
 namespace dtmpi::transport {
 namespace {
@@ -84,6 +85,8 @@ int init_peers() {
   for (const auto& f : p.facts) p.descriptors = p.descriptors || f.gpu;
   p.descriptors = p.descriptors && !p.cuda_aware;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_rank_map, &p.keyval, nullptr);
+  const auto gpus = runtime::query_gpus();
+  load_model(p.rank, runtime::gpu_enabled() && !gpus.names.empty() ? gpus.names[0] : "");
   p.ready = true;
   return MPI_SUCCESS;
 }

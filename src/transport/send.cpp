@@ -7,6 +7,7 @@
 #include "runtime/requests.hpp"
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
+#include "transport/predict.hpp"
 #include "transport/transfer.hpp"
 
 namespace dtmpi::transport {
@@ -197,18 +198,30 @@ const char* method_name(Method m) {
   return "?";
 }
 
-Method choose_method(int64_t bytes, const rt::PointerInfo& info, int peer_world) {
+int64_t typical_block(const type::PackPlan& plan) {
+  if (plan.is_strided()) return std::max<int64_t>(plan.strided().block, 1);
+  const auto& ir = plan.irregular();
+  int64_t blocks = 0;
+  for (const auto& p : ir.pieces) blocks += p.strided < 0 ? 1 : ir.strided[static_cast<size_t>(p.strided)].blocks();
+  return std::max<int64_t>(ir.body_bytes / std::max<int64_t>(blocks, 1), 1);
+}
+
+Method choose_method(int64_t bytes, int64_t block, const rt::PointerInfo& info, int peer_world) {
   const std::string& m = rt::config().method;
-  const Method single = m == "oneshot" || (m != "staged" && bytes <= kOneShotLimit) ? Method::kOneShot : Method::kStaged;
   // multi-message methods need a known peer, and are only used from kMultiMin
   // bytes (what receivers rely on to recognize descriptors)
-  if (bytes < kMultiMin || peer_world < 0 || !peers_ready()) return single;
-  if (m == "oneshot" || m == "staged") return single;
+  const bool multi = bytes >= kMultiMin && peer_world >= 0 && peers_ready();
+  if (m == "oneshot") return Method::kOneShot;
+  if (m == "staged") return Method::kStaged;
+  if ((m == "pipelined" || m == "device") && !multi) return bytes <= kOneShotLimit ? Method::kOneShot : Method::kStaged;
   if (m == "pipelined") return Method::kPipelined;
   if (m == "device") return Method::kDevice;
-  if (rt::on_gpu(info) && ipc_possible(peer_world)) return Method::kDevice;
-  if (bytes >= rt::config().pipeline_min) return Method::kPipelined;
-  return single;
+  Shape s;
+  s.bytes = bytes;
+  s.block = block;
+  s.multi = multi;
+  s.ipc = multi && rt::on_gpu(info) && ipc_possible(peer_world);
+  return choose_by_model(s);
 }
 
 int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,

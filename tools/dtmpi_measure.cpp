@@ -1,0 +1,290 @@
+// dtmpi-measure [--quick] [--out DIR]: measures what the performance model
+// needs on this machine (2 MPI ranks; on two nodes when launched so) and
+// writes model-<host>-<gpu>.json into the cache directory (DTMPI_CACHE_DIR,
+// else $XDG_CACHE_HOME/dtmpi): one-way host MPI time over 2^0..2^26 bytes,
+// pinned device<->host copies, GPU to GPU between the two ranks' devices, and
+// pack/unpack kernel times into device and mapped host memory over object
+// size x block size. Every point: warm-up, samples of at least 200 us, the
+// median of 5, its spread, re-measured (at most twice) when unstable.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "runtime/gpu.hpp"
+#include "runtime/system_info.hpp"
+#include "transport/model.hpp"
+#include "transport/predict.hpp"
+#include "type/registry.hpp"
+#ifdef DTMPI_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tp = dtmpi::transport;
+namespace rt = dtmpi::runtime;
+
+namespace {
+
+int g_rank = 0;
+double g_min_sample = 200e-6;
+constexpr int kSamples = 5;
+
+// Progress bar on rank 0: phase, points done, time left.
+struct Progress {
+  std::string phase;
+  int done = 0, total = 1;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  void start(const std::string& p, int n) {
+    phase = p;
+    done = 0;
+    total = std::max(n, 1);
+    t0 = std::chrono::steady_clock::now();
+    show();
+  }
+  void step() {
+    ++done;
+    show();
+  }
+  void show() const {
+    if (g_rank != 0) return;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left = done ? el / done * (total - done) : 0;
+    const int width = 30, filled = width * done / total;
+    std::fprintf(stderr, "\r%-26s [%s%s] %3d/%-3d  %5.0f s left ", phase.c_str(), std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done, total, left);
+    if (done == total) std::fprintf(stderr, "\n");
+  }
+} g_progress;
+
+struct Point {
+  double median, spread;
+};
+
+// Times op (identical on every rank that calls it with `comm`'s agreement):
+// repetitions so a sample lasts >= g_min_sample, 5 samples, median and spread;
+// an unstable point (spread > 20%) is measured again, at most twice.
+Point measure(const std::function<void()>& op, MPI_Comm comm) {
+  op();
+  op();
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto t0 = now();
+  op();
+  double one = std::chrono::duration<double>(now() - t0).count();
+  PMPI_Bcast(&one, 1, MPI_DOUBLE, 0, comm);
+  const int reps = static_cast<int>(std::clamp(g_min_sample / std::max(one, 1e-9), 1.0, 1e6));
+  Point best{0, 1e9};
+  for (int attempt = 0; attempt < 3 && best.spread > 0.2; ++attempt) {
+    std::vector<double> s;
+    for (int k = 0; k < kSamples; ++k) {
+      PMPI_Barrier(comm);
+      t0 = now();
+      for (int r = 0; r < reps; ++r) op();
+      s.push_back(std::chrono::duration<double>(now() - t0).count() / reps);
+    }
+    std::sort(s.begin(), s.end());
+    Point p{s[kSamples / 2], (s.back() - s.front()) / s[kSamples / 2]};
+    PMPI_Bcast(&p, 2, MPI_DOUBLE, 0, comm);
+    if (p.spread < best.spread) best = p;
+  }
+  return best;
+}
+
+std::vector<double> powers(int lo, int hi, int step) {
+  std::vector<double> v;
+  for (int e = lo; e <= hi; e += step) v.push_back(static_cast<double>(int64_t{1} << e));
+  if (v.back() < static_cast<double>(int64_t{1} << hi)) v.push_back(static_cast<double>(int64_t{1} << hi));
+  return v;
+}
+
+tp::Curve host_mpi(const std::vector<double>& sizes, int peer) {
+  tp::Curve c;
+  g_progress.start("host MPI ping-pong", static_cast<int>(sizes.size()));
+  std::vector<char> buf(static_cast<size_t>(sizes.back()));
+  for (double s : sizes) {
+    const int n = static_cast<int>(s);
+    auto p = measure(
+        [&] {
+          if (g_rank == 0) {
+            PMPI_Send(buf.data(), n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            PMPI_Recv(buf.data(), n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          } else {
+            PMPI_Recv(buf.data(), n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            PMPI_Send(buf.data(), n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+          }
+        },
+        MPI_COMM_WORLD);
+    c.bytes.push_back(s);
+    c.seconds.push_back(p.median / 2);
+    c.spread.push_back(p.spread);
+    g_progress.step();
+  }
+  return c;
+}
+
+#ifdef DTMPI_HAVE_CUDA
+// A curve of one copy kind, measured by rank 0 alone.
+tp::Curve copies(const char* phase, const std::vector<double>& sizes, void* dst, const void* src) {
+  tp::Curve c;
+  g_progress.start(phase, static_cast<int>(sizes.size()));
+  for (double s : sizes) {
+    auto p = measure(
+        [&] {
+          cudaMemcpyAsync(dst, src, static_cast<size_t>(s), cudaMemcpyDefault, nullptr);
+          cudaStreamSynchronize(nullptr);
+        },
+        MPI_COMM_SELF);
+    c.bytes.push_back(s);
+    c.seconds.push_back(p.median);
+    c.spread.push_back(p.spread);
+    g_progress.step();
+  }
+  return c;
+}
+
+// Pack or unpack of a 2D object (blocks of `block` bytes, pitch 2 x block)
+// between device memory and `other` (device or mapped pinned), rank 0 alone.
+void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blocks, tp::Model& m) {
+  tp::Grid* grids[4] = {&m.pack_device, &m.unpack_device, &m.pack_mapped, &m.unpack_mapped};
+  for (auto* g : grids) {
+    g->bytes = sizes;
+    g->blocks = blocks;
+    g->seconds.assign(sizes.size(), std::vector<double>(blocks.size(), -1));
+    g->spread.assign(sizes.size(), std::vector<double>(blocks.size(), 0));
+  }
+  int points = 0;
+  for (double s : sizes)
+    for (double b : blocks) points += b <= s ? 1 : 0;
+  g_progress.start("pack/unpack kernels", points);
+  const double max_span = 2 * sizes.back();
+  void *dev_user, *dev_packed, *host_packed;
+  cudaMalloc(&dev_user, static_cast<size_t>(max_span));
+  cudaMalloc(&dev_packed, static_cast<size_t>(sizes.back()));
+  cudaHostAlloc(&host_packed, static_cast<size_t>(sizes.back()), cudaHostAllocMapped | cudaHostAllocPortable);
+  int dev = 0;
+  cudaGetDevice(&dev);
+  rt::PointerInfo user_info{rt::MemKind::kDevice, dev, nullptr};
+  rt::PointerInfo dev_info{rt::MemKind::kDevice, dev, nullptr};
+  rt::PointerInfo host_info = rt::pointer_info(host_packed);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (size_t j = 0; j < blocks.size(); ++j) {
+      const int64_t s = static_cast<int64_t>(sizes[i]), b = static_cast<int64_t>(blocks[j]);
+      if (b > s) continue;
+      MPI_Datatype t;
+      PMPI_Type_vector(static_cast<int>(s / b), static_cast<int>(b), static_cast<int>(2 * b), MPI_BYTE, &t);
+      PMPI_Type_commit(&t);
+      auto plan = dtmpi::type::commit_plan(t);
+      if (plan) {
+        const std::function<void()> ops[4] = {
+            [&] { (void)rt::gpu_pack(*plan, 1, dev_user, user_info, dev_packed, dev_info); },
+            [&] { (void)rt::gpu_unpack(*plan, 1, dev_packed, dev_info, dev_user, user_info); },
+            [&] { (void)rt::gpu_pack(*plan, 1, dev_user, user_info, host_packed, host_info); },
+            [&] { (void)rt::gpu_unpack(*plan, 1, host_packed, host_info, dev_user, user_info); }};
+        for (int k = 0; k < 4; ++k) {
+          auto p = measure(ops[k], MPI_COMM_SELF);
+          grids[k]->seconds[i][j] = p.median;
+          grids[k]->spread[i][j] = p.spread;
+        }
+      }
+      dtmpi::type::forget_plan(t);
+      PMPI_Type_free(&t);
+      g_progress.step();
+    }
+  }
+  cudaFree(dev_user);
+  cudaFree(dev_packed);
+  cudaFreeHost(host_packed);
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PMPI_Init(&argc, &argv);
+  int n = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &n);
+  bool quick = false;
+  std::string out_dir = tp::model_cache_dir();
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out_dir = argv[++i];
+  }
+  if (n != 2) {
+    if (g_rank == 0) std::fprintf(stderr, "dtmpi-measure needs exactly 2 ranks (mpiexec -n 2 dtmpi-measure)\n");
+    PMPI_Finalize();
+    return 2;
+  }
+  if (quick) g_min_sample = 50e-6;
+  tp::Model m;
+  m.library_version = DTMPI_VERSION;
+  m.quick = quick;
+  m.min_sample_s = g_min_sample;
+  m.samples = kSamples;
+  char host[256] = {}, peer_host[256] = {};
+  gethostname(host, sizeof host - 1);
+  PMPI_Sendrecv(host, 256, MPI_CHAR, 1 - g_rank, 9, peer_host, 256, MPI_CHAR, 1 - g_rank, 9, MPI_COMM_WORLD,
+                MPI_STATUS_IGNORE);
+  m.host = host;
+  m.same_node = std::strcmp(host, peer_host) == 0;
+  const auto gpus = rt::query_gpus();
+  const bool gpu = rt::gpu_enabled() && !gpus.names.empty();
+  m.gpu = gpu ? gpus.names[0] : "";
+  m.mpi = host_mpi(powers(0, 26, quick ? 4 : 2), 1 - g_rank);
+#ifdef DTMPI_HAVE_CUDA
+  if (gpu) {
+    int ndev = 0;
+    cudaGetDeviceCount(&ndev);
+    cudaSetDevice(g_rank % ndev);
+    const auto sizes = powers(0, 26, quick ? 4 : 2);
+    if (g_rank == 0) {
+      void *d, *h, *peer;
+      const size_t big = static_cast<size_t>(sizes.back());
+      cudaMalloc(&d, big);
+      cudaHostAlloc(&h, big, cudaHostAllocDefault);
+      m.d2h = copies("device to host", sizes, h, d);
+      m.h2d = copies("host to device", sizes, d, h);
+      // GPU to GPU: this rank's device to the peer rank's device
+      const int other = 1 % ndev;
+      cudaSetDevice(other);
+      cudaMalloc(&peer, big);
+      if (other != 0) cudaDeviceEnablePeerAccess(0, 0);
+      cudaSetDevice(0);
+      if (other != 0) cudaDeviceEnablePeerAccess(other, 0);
+      cudaGetLastError();
+      if (m.same_node) m.ipc = copies("GPU to GPU", sizes, peer, d);
+      cudaFree(peer);
+      cudaFree(d);
+      cudaFreeHost(h);
+      pack_grids(quick ? powers(10, 26, 8) : powers(10, 26, 4),
+                 quick ? std::vector<double>{1, 16, 256, 4096} : powers(0, 12, 2), m);
+    }
+  }
+#endif
+  int rc = 0;
+  if (g_rank == 0) {
+    mkdir(out_dir.c_str(), 0755);
+    const std::string path = out_dir + "/" + tp::model_file_name(m.host, m.gpu);
+    std::ofstream f(path);
+    f << tp::to_json(m);
+    f.close();
+    if (!f) {
+      std::fprintf(stderr, "dtmpi-measure: cannot write %s\n", path.c_str());
+      rc = 1;
+    } else {
+      std::printf("wrote %s (%s%s)\n", path.c_str(), m.gpu.empty() ? "host terms only" : m.gpu.c_str(),
+                  quick ? ", quick" : "");
+      std::printf("heatmaps: python3 scripts/plot_model.py %s model.png\n", path.c_str());
+    }
+  }
+  PMPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  PMPI_Finalize();
+  return rc;
+}
