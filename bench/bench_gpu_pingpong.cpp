@@ -23,35 +23,10 @@
 #include <vector>
 
 #include "runtime/config.hpp"
+#include "timing.hpp"
 
 namespace dtmpi::bench {
 namespace {
-
-// One-way time of a ping-pong; iterations chosen so a run lasts ~budget_s.
-double pingpong(int me, double budget_s, const std::function<void()>& send, const std::function<void()>& recv) {
-  auto round = [&] {
-    if (me == 0) send(), recv();
-    else recv(), send();
-  };
-  PMPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  round();  // warm-up, and a first estimate
-  round();
-  double est = (MPI_Wtime() - t0) / 2;
-  PMPI_Bcast(&est, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  const int iters = static_cast<int>(std::clamp(budget_s / std::max(est, 1e-7), 3.0, 2000.0));
-  std::vector<double> samples;
-  for (int s = 0; s < 3; ++s) {
-    PMPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    for (int i = 0; i < std::max(1, iters / 3); ++i) round();
-    samples.push_back((MPI_Wtime() - t0) / std::max(1, iters / 3) / 2);
-  }
-  std::sort(samples.begin(), samples.end());
-  double t = samples[1];
-  PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  return t;
-}
 
 double seconds_of(const std::function<void()>& f, int reps) {
   const auto t0 = std::chrono::steady_clock::now();

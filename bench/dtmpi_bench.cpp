@@ -2,6 +2,7 @@
 //   dtmpi-bench pack [--quick] [--filter S]   CPU MPI_Pack: system MPI vs dtmpi vs memcpy
 //   dtmpi-bench pack --gpu [--quick] [--csv F] GPU MPI_Pack vs per-block/2D copies vs one copy
 //   dtmpi-bench latency             8-byte ping-pong through dtmpi vs direct (2 ranks)
+//   dtmpi-bench model [--quick] [--csv F]     auto vs every forced method over >= 200 cases (2 ranks, GPU)
 //   dtmpi-bench pingpong --gpu [--quick] [--csv F] [--filter S]  2D/3D objects on device buffers: each method, auto,
 //                                   manual and per-block baselines, the limit (2 ranks)
 #include <mpi.h>
@@ -15,6 +16,7 @@ int bench_latency(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
 int bench_gpu_pingpong(int argc, char** argv);
+int bench_model(int argc, char** argv);
 #endif
 }  // namespace dtmpi::bench
 
@@ -36,6 +38,12 @@ int main(int argc, char** argv) {
   } else if (argc > 1 && std::strcmp(argv[1], "pingpong") == 0 && has_flag(argc, argv, "--gpu")) {
 #ifdef DTMPI_BENCH_GPU
     rc = dtmpi::bench::bench_gpu_pingpong(argc - 1, argv + 1);
+#else
+    std::fprintf(stderr, "dtmpi-bench was built without CUDA\n");
+#endif
+  } else if (argc > 1 && std::strcmp(argv[1], "model") == 0) {
+#ifdef DTMPI_BENCH_GPU
+    rc = dtmpi::bench::bench_model(argc - 1, argv + 1);
 #else
     std::fprintf(stderr, "dtmpi-bench was built without CUDA\n");
 #endif

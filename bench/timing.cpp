@@ -1,5 +1,7 @@
 #include "timing.hpp"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -49,6 +51,31 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& o
 
 Timing time_op(const std::function<void()>& op, double min_sample_s, int samples) {
   return time_interleaved({op}, min_sample_s, samples).front();
+}
+
+double pingpong(int me, double budget_s, const std::function<void()>& send, const std::function<void()>& recv) {
+  auto round = [&] {
+    if (me == 0) send(), recv();
+    else recv(), send();
+  };
+  PMPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  round();  // warm-up, and a first estimate
+  round();
+  double est = (MPI_Wtime() - t0) / 2;
+  PMPI_Bcast(&est, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const int iters = static_cast<int>(std::clamp(budget_s / std::max(est, 1e-7), 3.0, 2000.0));
+  std::vector<double> samples;
+  for (int s = 0; s < 3; ++s) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < std::max(1, iters / 3); ++i) round();
+    samples.push_back((MPI_Wtime() - t0) / std::max(1, iters / 3) / 2);
+  }
+  std::sort(samples.begin(), samples.end());
+  double t = samples[1];
+  PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return t;
 }
 
 }  // namespace dtmpi::bench

@@ -19,4 +19,9 @@ Timing time_op(const std::function<void()>& op, double min_sample_s = 0.02, int 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& ops,
                                      double min_sample_s = 0.02, int samples = 7);
 
+// One-way time of a ping-pong between ranks 0 and 1 of MPI_COMM_WORLD (rank
+// 0 sends first); iterations chosen so a run lasts about budget_s; the median
+// of 3 samples, the same on both ranks.
+double pingpong(int me, double budget_s, const std::function<void()>& send, const std::function<void()>& recv);
+
 }  // namespace dtmpi::bench
