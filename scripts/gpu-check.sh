@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks] [--quick]
+#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks|model] [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -43,6 +43,14 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step "dtmpi-bench pack --gpu $quick"
   $build/bench/dtmpi-bench pack --gpu $quick --csv "$out/gpu-pack.csv" | tee "$out/gpu-pack.txt"
+fi
+
+if [ "$what" = all ] || [ "$what" = model ]; then
+  step "dtmpi-measure $quick, then dtmpi-bench model (auto vs every forced method)"
+  export DTMPI_CACHE_DIR="$out/model-cache"
+  mpiexec -n 2 $build/tools/dtmpi-measure $quick 2>&1 | tr '\r' '\n' | grep -v "s left" | tee "$out/dtmpi-measure.txt"
+  cp "$DTMPI_CACHE_DIR"/model-*.json "$DTMPI_CACHE_DIR"/model-*.decisions.csv "$out/" 2>/dev/null
+  mpiexec -n 2 $build/bench/dtmpi-bench model $quick --csv "$out/gpu-model.csv" | tee "$out/gpu-model.txt" | tail -3
 fi
 
 if [ "$what" = chunks ]; then

@@ -23,6 +23,7 @@
 #include "runtime/system_info.hpp"
 #include "transport/model.hpp"
 #include "transport/predict.hpp"
+#include "transport/transfer.hpp"
 #include "type/registry.hpp"
 #ifdef DTMPI_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -281,6 +282,23 @@ int main(int argc, char** argv) {
     } else {
       std::printf("wrote %s (%s%s)\n", path.c_str(), m.gpu.empty() ? "host terms only" : m.gpu.c_str(),
                   quick ? ", quick" : "");
+      // the choices this model makes, for the heatmap script
+      const std::string dpath = path.substr(0, path.size() - 5) + ".decisions.csv";
+      std::ofstream d(dpath);
+      d << "bytes,block,ipc,method,oneshot,staged,pipelined,device\n";
+      for (int ipc = 0; ipc < 2; ++ipc)
+        for (int e = 10; e <= 26; ++e)
+          for (int k = 0; k <= 12 && k <= e; ++k) {
+            tp::Shape s;
+            s.bytes = int64_t{1} << e;
+            s.block = int64_t{1} << k;
+            s.multi = s.bytes >= tp::kMultiMin;
+            s.ipc = ipc && s.multi && !m.ipc.empty();
+            const auto p = tp::predict(m, s, int64_t{2} << 20);
+            d << s.bytes << "," << s.block << "," << ipc << "," << tp::method_name(p.best);
+            for (double t : p.seconds) d << "," << t;
+            d << "\n";
+          }
       std::printf("heatmaps: python3 scripts/plot_model.py %s model.png\n", path.c_str());
     }
   }
