@@ -84,12 +84,12 @@ int bench_model(int argc, char** argv) {
   const int64_t blocks[] = {1, 4, 16, 64, 256, 1024, 4096};
   const char* methods[4] = {"oneshot", "staged", "pipelined", "device"};
   FILE* csv = me == 0 && csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "bytes,block,count,ipc,oneshot,staged,pipelined,device,auto,auto_method,predicted\n");
+  if (csv) std::fprintf(csv, "bytes,block,pitch,count,ipc,oneshot,staged,pipelined,device,auto,auto_method,predicted\n");
   int cases = 0, within = 0;
   double worst = 0, err_sum = 0;
   std::vector<double> errs;
   if (me == 0)
-    std::printf("%9s %6s %3s %4s | %9s %9s %9s %9s | %9s %-9s %6s %9s\n", "bytes", "block", "cnt", "ipc", "oneshot",
+    std::printf("%9s %6s %6s %3s %4s | %9s %9s %9s %9s | %9s %-9s %6s %9s\n", "bytes", "block", "pitch", "cnt", "ipc", "oneshot",
                 "staged", "pipelined", "device", "auto", "(choice)", "a/best", "predicted");
   for (int ipc = 1; ipc >= 0; --ipc) {
     if (!ipc) tp::mark_no_ipc(tp::world_rank_of(MPI_COMM_WORLD, peer));  // "another node"
@@ -97,8 +97,12 @@ int bench_model(int argc, char** argv) {
       if (quick && (size == (16 << 10) || size == (16 << 20))) continue;
       for (int64_t block : blocks) {
         if (block > size / 4 || (quick && (block == 4 || block == 1024))) continue;
-        for (int count = 1; count <= 2; ++count) {
-          const int64_t elem = size / count, nblk = elem / block, pitch = 2 * block;
+        // count 1 and 2 at pitch 2 x block; a wide pitch (16 x block) too for
+        // mid sizes, where the model interpolates between its two stride grids
+        const bool wide_case = size >= (64 << 10) && size <= (16 << 20) && (block == 4 || block == 64 || block == 1024);
+        for (int variant = 0; variant < (wide_case ? 3 : 2); ++variant) {
+          const int count = variant == 1 ? 2 : 1;
+          const int64_t elem = size / count, nblk = elem / block, pitch = (variant == 2 ? 16 : 2) * block;
           MPI_Datatype vec;
           MPI_Type_vector(static_cast<int>(nblk), static_cast<int>(block), static_cast<int>(pitch), MPI_BYTE, &vec);
           MPI_Datatype r;  // elements `extent` apart: count copies back to back
@@ -121,6 +125,7 @@ int bench_model(int argc, char** argv) {
           tp::Shape s;
           s.bytes = size;
           s.block = block;
+          s.pitch = pitch;
           s.multi = size >= tp::kMultiMin;
           s.ipc = s.multi && ipc;
           const auto pred = tp::predict(model, s, runtime::config().pipeline_chunk);
@@ -137,14 +142,15 @@ int bench_model(int argc, char** argv) {
           errs.push_back(std::fabs(err));
           err_sum += std::fabs(err);
           if (me == 0) {
-            std::printf("%9lld %6lld %3d %4s | %9.1f %9.1f %9.1f %9.1f | %9.1f %-9s %5.2fx %9.1f\n",
-                        static_cast<long long>(size), static_cast<long long>(block), count, ipc ? "yes" : "no",
+            std::printf("%9lld %6lld %6lld %3d %4s | %9.1f %9.1f %9.1f %9.1f | %9.1f %-9s %5.2fx %9.1f\n",
+                        static_cast<long long>(size), static_cast<long long>(block), static_cast<long long>(pitch),
+                        count, ipc ? "yes" : "no",
                         t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, tp::method_name(chosen), ratio,
                         predicted * 1e6);
             std::fflush(stdout);
             if (csv)
-              std::fprintf(csv, "%lld,%lld,%d,%d,%g,%g,%g,%g,%g,%s,%g\n", static_cast<long long>(size),
-                           static_cast<long long>(block), count, ipc, t[0], t[1], t[2], t[3], t[4],
+              std::fprintf(csv, "%lld,%lld,%lld,%d,%d,%g,%g,%g,%g,%g,%s,%g\n", static_cast<long long>(size),
+                           static_cast<long long>(block), static_cast<long long>(pitch), count, ipc, t[0], t[1], t[2], t[3], t[4],
                            tp::method_name(chosen), predicted);
           }
           cudaFree(dev);

@@ -150,10 +150,12 @@ tp::Curve copies(const char* phase, const std::vector<double>& sizes, void* dst,
   return c;
 }
 
-// Pack or unpack of a 2D object (blocks of `block` bytes, pitch 2 x block)
+// Pack or unpack of a 2D object (blocks of `block` bytes, pitch 2 x block,
+// and for the device kernels also 16 x block: stride matters where blocks are sparse)
 // between device memory and `other` (device or mapped pinned), rank 0 alone.
 void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blocks, tp::Model& m) {
-  tp::Grid* grids[4] = {&m.pack_device, &m.unpack_device, &m.pack_mapped, &m.unpack_mapped};
+  tp::Grid* grids[6] = {&m.pack_device, &m.unpack_device, &m.pack_mapped, &m.unpack_mapped, &m.pack_device_wide,
+                        &m.unpack_device_wide};
   for (auto* g : grids) {
     g->bytes = sizes;
     g->blocks = blocks;
@@ -164,7 +166,7 @@ void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blo
   for (double s : sizes)
     for (double b : blocks) points += b <= s ? 1 : 0;
   g_progress.start("pack/unpack kernels", points);
-  const double max_span = 2 * sizes.back();
+  const double max_span = tp::kWidePitch * sizes.back();
   void *dev_user, *dev_packed, *host_packed;
   cudaMalloc(&dev_user, static_cast<size_t>(max_span));
   cudaMalloc(&dev_packed, static_cast<size_t>(sizes.back()));
@@ -178,8 +180,10 @@ void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blo
     for (size_t j = 0; j < blocks.size(); ++j) {
       const int64_t s = static_cast<int64_t>(sizes[i]), b = static_cast<int64_t>(blocks[j]);
       if (b > s) continue;
+      for (int wide = 0; wide < 2; ++wide) {
+      const double pitch = (wide ? tp::kWidePitch : tp::kNarrowPitch) * static_cast<double>(b);
       MPI_Datatype t;
-      PMPI_Type_vector(static_cast<int>(s / b), static_cast<int>(b), static_cast<int>(2 * b), MPI_BYTE, &t);
+      PMPI_Type_vector(static_cast<int>(s / b), static_cast<int>(b), static_cast<int>(pitch), MPI_BYTE, &t);
       PMPI_Type_commit(&t);
       auto plan = dtmpi::type::commit_plan(t);
       if (plan) {
@@ -188,14 +192,16 @@ void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blo
             [&] { (void)rt::gpu_unpack(*plan, 1, dev_packed, dev_info, dev_user, user_info); },
             [&] { (void)rt::gpu_pack(*plan, 1, dev_user, user_info, host_packed, host_info); },
             [&] { (void)rt::gpu_unpack(*plan, 1, host_packed, host_info, dev_user, user_info); }};
-        for (int k = 0; k < 4; ++k) {
+        // narrow: all four; wide: the device kernels (the mapped ones are bound by PCIe)
+        for (int k = 0; k < (wide ? 2 : 4); ++k) {
           auto p = measure(ops[k], MPI_COMM_SELF);
-          grids[k]->seconds[i][j] = p.median;
-          grids[k]->spread[i][j] = p.spread;
+          grids[k + (wide ? 4 : 0)]->seconds[i][j] = p.median;
+          grids[k + (wide ? 4 : 0)]->spread[i][j] = p.spread;
         }
       }
       dtmpi::type::forget_plan(t);
       PMPI_Type_free(&t);
+      }
       g_progress.step();
     }
   }

@@ -60,6 +60,13 @@ double Grid::at(double b, double block) const {
   return lerp_log(along_blocks(i), along_blocks(i + 1), w);
 }
 
+double device_kernel_time(const Grid& narrow, const Grid& wide, double bytes, double block, double pitch) {
+  const double t = narrow.at(bytes, block);
+  if (wide.empty() || pitch <= block) return t;
+  const double w = std::clamp(std::log(pitch / block / kNarrowPitch) / std::log(kWidePitch / kNarrowPitch), 0.0, 1.0);
+  return lerp_log(t, wide.at(bytes, block), w);
+}
+
 Model default_model() {
   Model m;
   m.defaults = true;

@@ -14,6 +14,7 @@
 namespace dtmpi::transport {
 
 inline constexpr int kModelSchema = 1;
+inline constexpr double kNarrowPitch = 2, kWidePitch = 16;  // pitch / block of the measured layouts
 
 struct Curve {
   std::vector<double> bytes;    // increasing
@@ -46,9 +47,16 @@ struct Model {
   Curve mpi;                // one-way host MPI time of a message
   Curve d2h, h2d;           // pinned copies
   Curve ipc;                // GPU to GPU between the two ranks (peer copy)
-  Grid pack_device, unpack_device;  // kernels into / out of device memory
+  Grid pack_device, unpack_device;  // kernels into / out of device memory (pitch 2 x block)
+  // the same kernels with a wide pitch (kWidePitch x block): where blocks are
+  // sparse in memory, DRAM moves whole sectors for few used bytes
+  Grid pack_device_wide, unpack_device_wide;
   Grid pack_mapped, unpack_mapped;  // kernels into / out of mapped pinned host memory
 };
+
+// Pack (or unpack) time on the device for `bytes` in blocks of `block` bytes
+// `pitch` apart: the narrow and wide grids interpolated in log(pitch/block).
+double device_kernel_time(const Grid& narrow, const Grid& wide, double bytes, double block, double pitch);
 
 // Built-in values for a machine nobody measured: conservative (PCIe-class
 // copies, shared-memory MPI), so the fixed rule's choices come out.

@@ -217,6 +217,8 @@ std::string to_json(const Model& m) {
   curve("ipc", m.ipc);
   grid("pack_device", m.pack_device);
   grid("unpack_device", m.unpack_device);
+  grid("pack_device_wide", m.pack_device_wide);
+  grid("unpack_device_wide", m.unpack_device_wide);
   grid("pack_mapped", m.pack_mapped);
   grid("unpack_mapped", m.unpack_mapped);
   o << "\n}\n";
@@ -257,6 +259,9 @@ std::optional<Model> parse_model(const std::string& text, std::string* why) {
         !grid_of(root, "unpack_mapped", m.unpack_mapped))
       return fail("a GPU term is missing or malformed");
     if (root.fields.count("ipc") && !curve_of(root, "ipc", m.ipc)) return fail("the IPC curve is malformed");
+    if (root.fields.count("pack_device_wide") && (!grid_of(root, "pack_device_wide", m.pack_device_wide) ||
+                                                  !grid_of(root, "unpack_device_wide", m.unpack_device_wide)))
+      return fail("a wide-pitch grid is malformed");
   }
   return m;
 }

@@ -21,21 +21,22 @@ namespace dtmpi::transport {
 Prediction predict(const Model& m, const Shape& s, int64_t chunk_bytes) {
   Prediction p;
   const double b = static_cast<double>(s.bytes), blk = static_cast<double>(std::max<int64_t>(s.block, 1));
+  const double pitch = s.pitch > 0 ? static_cast<double>(s.pitch) : kNarrowPitch * blk;
   const double mpi = m.mpi.at(b);
+  const double pack_dev = device_kernel_time(m.pack_device, m.pack_device_wide, b, blk, pitch);
+  const double unpack_dev = device_kernel_time(m.unpack_device, m.unpack_device_wide, b, blk, pitch);
   auto& t = p.seconds;
   t[static_cast<int>(Method::kOneShot)] = m.pack_mapped.at(b, blk) + mpi + m.unpack_mapped.at(b, blk);
-  t[static_cast<int>(Method::kStaged)] =
-      m.pack_device.at(b, blk) + m.d2h.at(b) + mpi + m.h2d.at(b) + m.unpack_device.at(b, blk);
+  t[static_cast<int>(Method::kStaged)] = pack_dev + m.d2h.at(b) + mpi + m.h2d.at(b) + unpack_dev;
   if (s.multi) {
     // pipeline of n chunks through three stages: fill, then the slowest stage
     const double c = static_cast<double>(std::min<int64_t>(chunk_bytes, s.bytes));
     const double n = std::ceil(b / c);
     const double d2h = m.d2h.at(c), net = m.mpi.at(c), h2d = m.h2d.at(c);
-    t[static_cast<int>(Method::kPipelined)] = m.pack_device.at(b, blk) + m.mpi.at(kDescriptorBytes) + d2h + net +
-                                              h2d + (n - 1) * std::max({d2h, net, h2d}) + m.unpack_device.at(b, blk);
+    t[static_cast<int>(Method::kPipelined)] = pack_dev + m.mpi.at(kDescriptorBytes) + d2h + net + h2d +
+                                              (n - 1) * std::max({d2h, net, h2d}) + unpack_dev;
     if (s.ipc && !m.ipc.empty())
-      t[static_cast<int>(Method::kDevice)] = m.pack_device.at(b, blk) + m.mpi.at(kDescriptorBytes) +
-                                             std::max(m.ipc.at(b), m.unpack_device.at(b, blk));
+      t[static_cast<int>(Method::kDevice)] = pack_dev + m.mpi.at(kDescriptorBytes) + std::max(m.ipc.at(b), unpack_dev);
   }
   int best = 0;
   for (int i = 1; i < 4; ++i)
@@ -62,7 +63,9 @@ State& state() {
 uint64_t size_class(int64_t x) { return static_cast<uint64_t>(std::lround(4 * std::log2(std::max<int64_t>(x, 1)))); }
 
 uint64_t key_of(const Shape& s) {
-  return size_class(s.bytes) << 16 | size_class(s.block) << 2 | (s.ipc ? 2u : 0u) | (s.multi ? 1u : 0u);
+  // pitch in octaves of pitch/block, capped: the model interpolates up to 16x
+  const uint64_t sparse = s.pitch > s.block ? std::min<uint64_t>(size_class(s.pitch / std::max<int64_t>(s.block, 1)) / 4, 7) : 0;
+  return size_class(s.bytes) << 24 | size_class(s.block) << 12 | sparse << 2 | (s.ipc ? 2u : 0u) | (s.multi ? 1u : 0u);
 }
 
 std::string sanitize(std::string s) {

@@ -15,6 +15,7 @@ enum class Method : uint8_t;
 struct Shape {
   int64_t bytes = 0;   // packed bytes
   int64_t block = 1;   // typical contiguous block of the layout
+  int64_t pitch = 0;   // distance between consecutive blocks (0: unknown, taken as 2 x block)
   bool ipc = false;    // GPU to GPU over CUDA IPC possible (same node, both on GPUs)
   bool multi = true;   // multi-message methods allowed (>= kMultiMin, known peer)
 };

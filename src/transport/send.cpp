@@ -206,7 +206,12 @@ int64_t typical_block(const type::PackPlan& plan) {
   return std::max<int64_t>(ir.body_bytes / std::max<int64_t>(blocks, 1), 1);
 }
 
-Method choose_method(int64_t bytes, int64_t block, const rt::PointerInfo& info, int peer_world) {
+int64_t typical_pitch(const type::PackPlan& plan) {
+  if (!plan.is_strided() || plan.strided().ndims == 0) return 0;
+  return std::abs(plan.strided().dims[0].stride);
+}
+
+Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::PointerInfo& info, int peer_world) {
   const std::string& m = rt::config().method;
   // multi-message methods need a known peer, and are only used from kMultiMin
   // bytes (what receivers rely on to recognize descriptors)
@@ -219,6 +224,7 @@ Method choose_method(int64_t bytes, int64_t block, const rt::PointerInfo& info, 
   Shape s;
   s.bytes = bytes;
   s.block = block;
+  s.pitch = pitch;
   s.multi = multi;
   s.ipc = multi && rt::on_gpu(info) && ipc_possible(peer_world);
   return choose_by_model(s);

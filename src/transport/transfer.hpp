@@ -46,9 +46,11 @@ struct UserBuffer {
 // The method for sending `bytes` packed bytes in blocks of about `block`
 // bytes from memory `info` to world rank `peer_world` (-1: unknown): forced by
 // DTMPI_METHOD, else the performance model's choice (transport/predict.hpp).
-Method choose_method(int64_t bytes, int64_t block, const runtime::PointerInfo& info, int peer_world);
+Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const runtime::PointerInfo& info, int peer_world);
 // The typical contiguous block of a layout (what pack times depend on).
 int64_t typical_block(const type::PackPlan& plan);
+// The distance between consecutive blocks of a strided layout (0: irregular or one block).
+int64_t typical_pitch(const type::PackPlan& plan);
 
 // Sends `b` by a multi-message method. With `request`, the descriptor's
 // system request is returned there (complete: the application may reuse its
