@@ -118,11 +118,14 @@ std::string load_model(int rank, const std::string& gpu_name) {
     DTMPI_LOG(kInfo, "performance model loaded from %s", path.c_str());
   } else {
     s.model = default_model();
-    if (rank == 0)
-      DTMPI_LOG(kInfo, "no usable performance model (%s: %s): built-in defaults (run dtmpi-measure)", path.c_str(),
-                why.c_str());
+    // said once, by rank 0; a warning where the model matters (GPU jobs)
     if (rank == 0 && why != "no file")
-      DTMPI_LOG(kWarn, "performance model %s refused: %s; using defaults", path.c_str(), why.c_str());
+      DTMPI_LOG(kWarn, "performance model %s refused: %s; using built-in defaults", path.c_str(), why.c_str());
+    else if (rank == 0 && !gpu_name.empty())
+      DTMPI_LOG(kWarn, "no performance model for this machine (%s): built-in defaults; run dtmpi-measure once",
+                path.c_str());
+    else if (rank == 0)
+      DTMPI_LOG(kInfo, "no performance model (%s): built-in defaults", path.c_str());
   }
   return path;
 }

@@ -82,6 +82,20 @@ TEST(Model, GridInterpolatesBothAxesAndSkipsUnmeasuredCells) {
   EXPECT_GT(g.at(1024, 1024), 0);
 }
 
+TEST(Model, StrideInterpolatesBetweenNarrowAndWideGrids) {
+  tp::Grid narrow, wide;
+  narrow.bytes = wide.bytes = {1 << 20};
+  narrow.blocks = wide.blocks = {8};
+  narrow.seconds = {{1e-5}};
+  wide.seconds = {{8e-5}};
+  narrow.spread = wide.spread = {{0}};
+  EXPECT_NEAR(tp::device_kernel_time(narrow, wide, 1 << 20, 8, 16), 1e-5, 1e-15);   // pitch 2 x block
+  EXPECT_NEAR(tp::device_kernel_time(narrow, wide, 1 << 20, 8, 128), 8e-5, 1e-15);  // pitch 16 x block
+  EXPECT_NEAR(tp::device_kernel_time(narrow, wide, 1 << 20, 8, 32), 2e-5, 1e-12);   // a third of the way: x2
+  EXPECT_NEAR(tp::device_kernel_time(narrow, wide, 1 << 20, 8, 4096), 8e-5, 1e-15); // clamped
+  EXPECT_NEAR(tp::device_kernel_time(narrow, tp::Grid{}, 1 << 20, 8, 4096), 1e-5, 1e-15);  // no wide grid
+}
+
 TEST(Model, JsonRoundTrip) {
   tp::Model m = measured("NVIDIA Test GPU");
   m.ipc = line(5e-6, 1e11);
