@@ -12,6 +12,10 @@
 #include "type/translate.hpp"
 #include "type_catalog.hpp"
 
+#include "runtime/config.hpp"
+#include "transport/predict.hpp"
+#include "transport/transfer.hpp"
+
 namespace rt = dtmpi::runtime;
 
 static void print_system() {
@@ -33,6 +37,29 @@ static void print_system() {
   }
   for (const auto& name : rt::unknown_variables())
     std::printf("  %s is set but unknown to dtmpi\n", name.c_str());
+  // the performance model MPI_Init would load, and what it decides
+  const std::string gpu = rt::gpu_enabled() && !gpus.names.empty() ? gpus.names[0] : "";
+  const std::string path = dtmpi::transport::load_model(1, gpu);
+  const auto& m = dtmpi::transport::current_model();
+  std::printf("performance model: %s\n", m.defaults ? ("built-in defaults (no usable " + path + ")").c_str()
+                                                     : (path + " (" + (m.gpu.empty() ? "host terms" : m.gpu) +
+                                                        (m.quick ? ", quick" : "") + ")").c_str());
+  if (!gpu.empty()) {
+    std::printf("  auto choices (2D, blocks 64 B, pitch 128 B):");
+    for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 16, int64_t{1} << 20, int64_t{1} << 24, int64_t{1} << 26}) {
+      dtmpi::transport::Shape s;
+      s.bytes = bytes;
+      s.block = 64;
+      s.pitch = 128;
+      s.multi = bytes >= dtmpi::transport::kMultiMin;
+      s.ipc = s.multi;
+      std::printf(" %lld KiB:%s/%s", static_cast<long long>(bytes >> 10),
+                  dtmpi::transport::method_name(dtmpi::transport::predict(m, s, rt::config().pipeline_chunk).best),
+                  dtmpi::transport::method_name(
+                      dtmpi::transport::predict(m, [&] { auto t = s; t.ipc = false; return t; }(), rt::config().pipeline_chunk).best));
+    }
+    std::printf("  (with/without an IPC peer)\n");
+  }
 }
 
 static void explain() {
