@@ -187,6 +187,7 @@ namespace {
 struct EventCaches {
   std::mutex mu;
   std::vector<std::pair<int, cudaEvent_t>> free;  // (device, event) ready for reuse
+  std::map<cudaEvent_t, cudaIpcEventHandle_t> handles;  // our events' handles (fixed per event)
   std::map<std::tuple<int, int, std::string>, cudaEvent_t> opened;  // (peer, device, handle)
 };
 
@@ -212,13 +213,20 @@ Result<IpcEvent> ipc_event_record(int device) {
         break;
       }
   }
-  if (!ev) DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess));
+  cudaIpcEventHandle_t h;
+  if (!ev) {
+    DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess));
+    DTMPI_CUDA_CHECK(cudaIpcGetEventHandle(&h, ev));  // the same handle for the event's lifetime
+    std::lock_guard lock(c.mu);
+    c.handles[ev] = h;
+  } else {
+    std::lock_guard lock(c.mu);
+    h = c.handles[ev];
+  }
   IpcEvent e;
   e.event = ev;
   e.device = device;
-  cudaIpcEventHandle_t h;
   static_assert(sizeof(h) == sizeof(e.handle));
-  DTMPI_CUDA_CHECK(cudaIpcGetEventHandle(&h, ev));  // the same handle for the event's lifetime
   std::memcpy(e.handle, &h, sizeof(h));
   DTMPI_CUDA_CHECK(cudaEventRecord(ev, s.value()));
   return e;
