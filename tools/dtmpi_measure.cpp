@@ -2,7 +2,8 @@
 // needs on this machine (2 MPI ranks; on two nodes when launched so) and
 // writes model-<host>-<gpu>.json into the cache directory (DTMPI_CACHE_DIR,
 // else $XDG_CACHE_HOME/dtmpi): one-way host MPI time over 2^0..2^26 bytes,
-// pinned device<->host copies, GPU to GPU between the two ranks' devices, and
+// pinned device<->host copies, GPU to GPU between the two ranks (a copy out of
+// the other rank's buffer mapped over CUDA IPC, as the device method does), and
 // pack/unpack kernel times into device and mapped host memory over object
 // size x block size. Every point: warm-up, samples of at least 200 us, the
 // median of 5, its spread, re-measured (at most twice) when unstable.
@@ -251,28 +252,35 @@ int main(int argc, char** argv) {
     cudaGetDeviceCount(&ndev);
     cudaSetDevice(g_rank % ndev);
     const auto sizes = powers(0, 26, quick ? 4 : 2);
+    const size_t big = static_cast<size_t>(sizes.back());
+    // GPU to GPU the way the device method moves bytes: rank 1 exports a
+    // buffer over CUDA IPC, rank 0 maps it and copies into its own device
+    cudaIpcMemHandle_t handle{};
+    void* exported = nullptr;
+    int ipc_ok = 0;
+    if (g_rank == 1 && m.same_node && cudaMalloc(&exported, big) == cudaSuccess &&
+        cudaIpcGetMemHandle(&handle, exported) == cudaSuccess)
+      ipc_ok = 1;
+    PMPI_Bcast(&ipc_ok, 1, MPI_INT, 1, MPI_COMM_WORLD);
+    PMPI_Bcast(&handle, sizeof handle, MPI_BYTE, 1, MPI_COMM_WORLD);
     if (g_rank == 0) {
-      void *d, *h, *peer;
-      const size_t big = static_cast<size_t>(sizes.back());
+      void *d, *h, *peer = nullptr;
       cudaMalloc(&d, big);
       cudaHostAlloc(&h, big, cudaHostAllocDefault);
       m.d2h = copies("device to host", sizes, h, d);
       m.h2d = copies("host to device", sizes, d, h);
-      // GPU to GPU: this rank's device to the peer rank's device
-      const int other = 1 % ndev;
-      cudaSetDevice(other);
-      cudaMalloc(&peer, big);
-      if (other != 0) cudaDeviceEnablePeerAccess(0, 0);
-      cudaSetDevice(0);
-      if (other != 0) cudaDeviceEnablePeerAccess(other, 0);
+      if (ipc_ok && cudaIpcOpenMemHandle(&peer, handle, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess) {
+        m.ipc = copies("GPU to GPU over CUDA IPC", sizes, d, peer);
+        cudaIpcCloseMemHandle(peer);
+      }
       cudaGetLastError();
-      if (m.same_node) m.ipc = copies("GPU to GPU", sizes, peer, d);
-      cudaFree(peer);
       cudaFree(d);
       cudaFreeHost(h);
       pack_grids(quick ? powers(10, 26, 8) : powers(10, 26, 4),
                  quick ? std::vector<double>{1, 16, 256, 4096} : powers(0, 12, 2), m);
     }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (exported) cudaFree(exported);
   }
 #endif
   int rc = 0;
