@@ -22,6 +22,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_PIPELINE_CHUNK", "2097152", "bytes per chunk of the pipelined method"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
+    {"DTMPI_RANKS_PER_NODE", "0",
+     "placement (MPI_Dist_graph_create with reorder): ranks per node; 0 detects nodes, n emulates nodes of n "
+     "consecutive ranks"},
     {"DTMPI_GPU_ORDER", "stream",
      "stream: GPU work runs on dtmpi's own non-blocking streams; legacy: each operation first waits "
      "for the legacy default stream"},
@@ -82,6 +85,7 @@ Config read_environment() {
   }
   c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
+  c.ranks_per_node = bytes("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
   log::g_level.store(level_of(c.log));

@@ -28,6 +28,8 @@
   X(MPI_Ibsend)                  \
   X(MPI_Sendrecv_replace)        \
   X(MPI_Probe)                   \
+  X(MPI_Dist_graph_create_adjacent) \
+  X(MPI_Dist_graph_create)       \
   X(MPI_Iprobe)                  \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \

@@ -1,0 +1,127 @@
+// MPI_Dist_graph_create_adjacent and MPI_Dist_graph_create with reorder = 1:
+// topology-aware placement (src/topology/placement.hpp). Without reorder, or
+// on an intercommunicator, or where nodes hold different numbers of ranks,
+// the call goes to the system MPI unchanged.
+#include <vector>
+
+#include "base/log.hpp"
+#include "interpose/export.hpp"
+#include "runtime/config.hpp"
+#include "runtime/lifecycle.hpp"
+#include "runtime/real_mpi.hpp"
+#include "topology/placement.hpp"
+
+namespace topo = dtmpi::topology;
+
+namespace {
+
+std::vector<int> weights_or_ones(const int* w, int degree) {
+  if (w == MPI_UNWEIGHTED || w == MPI_WEIGHTS_EMPTY || w == nullptr) return std::vector<int>(static_cast<size_t>(degree), 1);
+  return std::vector<int>(w, w + degree);
+}
+
+// Gathers the graph, places it, and creates the distributed graph on a
+// communicator the system MPI renumbered. `*placed` false: nothing was done
+// (the caller passes the call through).
+int create_placed(MPI_Comm comm, const topo::Adjacency& mine, bool weighted, MPI_Info info, MPI_Comm* out,
+                  bool* placed) {
+  *placed = false;
+  std::vector<topo::Adjacency> all;
+  if (int rc = topo::gather_adjacency(comm, mine, all); rc != MPI_SUCCESS) return rc;
+  std::vector<int> nodes;
+  if (int rc = topo::node_of_ranks(comm, static_cast<int>(dtmpi::runtime::config().ranks_per_node), nodes);
+      rc != MPI_SUCCESS)
+    return rc;
+  int me = 0, n = 0;
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Comm_size(comm, &n);
+  // computed on rank 0 and broadcast: every process must agree
+  std::vector<int> vertex(static_cast<size_t>(n), -1);
+  if (me == 0) {
+    auto v = topo::place_vertices(all, nodes);
+    if (!v.empty()) vertex = v;
+  }
+  PMPI_Bcast(vertex.data(), n, MPI_INT, 0, comm);
+  if (vertex[0] < 0) {
+    if (me == 0) DTMPI_LOG(kInfo, "Dist_graph reorder: nodes hold different numbers of ranks; not reordered");
+    return MPI_SUCCESS;
+  }
+  MPI_Comm renumbered;
+  int rc = PMPI_Comm_split(comm, 0, vertex[static_cast<size_t>(me)], &renumbered);
+  if (rc != MPI_SUCCESS) return rc;
+  const auto& a = all[static_cast<size_t>(vertex[static_cast<size_t>(me)])];  // the vertex this process now plays
+  const int in = static_cast<int>(a.sources.size()), outd = static_cast<int>(a.destinations.size());
+  auto wptr = [&](const std::vector<int>& w, int degree) -> const int* {
+    if (!weighted) return MPI_UNWEIGHTED;
+    return degree == 0 ? MPI_WEIGHTS_EMPTY : w.data();
+  };
+  rc = REAL(MPI_Dist_graph_create_adjacent)(renumbered, in, a.sources.data(), wptr(a.source_weights, in), outd,
+                                            a.destinations.data(), wptr(a.destination_weights, outd), info, 0, out);
+  PMPI_Comm_free(&renumbered);
+  *placed = rc == MPI_SUCCESS;
+  return rc;
+}
+
+bool reorderable(MPI_Comm comm, int reorder) {
+  if (!reorder || !dtmpi::runtime::active()) return false;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  return !inter;
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                                const int sourceweights[], int outdegree, const int destinations[],
+                                                const int destweights[], MPI_Info info, int reorder,
+                                                MPI_Comm* comm_dist_graph) {
+  if (reorderable(comm_old, reorder) && indegree >= 0 && outdegree >= 0) {
+    topo::Adjacency mine;
+    mine.sources.assign(sources, sources + indegree);
+    mine.destinations.assign(destinations, destinations + outdegree);
+    mine.source_weights = weights_or_ones(sourceweights, indegree);
+    mine.destination_weights = weights_or_ones(destweights, outdegree);
+    bool placed = false;
+    int rc = create_placed(comm_old, mine, sourceweights != MPI_UNWEIGHTED, info, comm_dist_graph, &placed);
+    if (rc != MPI_SUCCESS || placed) return rc;
+  }
+  return REAL(MPI_Dist_graph_create_adjacent)(comm_old, indegree, sources, sourceweights, outdegree, destinations,
+                                              destweights, info, reorder, comm_dist_graph);
+}
+
+DTMPI_EXPORT int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+                                       const int destinations[], const int weights[], MPI_Info info, int reorder,
+                                       MPI_Comm* comm_dist_graph) {
+  if (reorderable(comm_old, reorder) && n >= 0) {
+    // any process may declare any edge: gather them all, then give every
+    // vertex its own in- and out-lists (adjacent form)
+    int size = 0, me = 0;
+    PMPI_Comm_size(comm_old, &size);
+    PMPI_Comm_rank(comm_old, &me);
+    std::vector<int> edges;  // (src, dst, weight) triples
+    for (int i = 0, at = 0; i < n; ++i)
+      for (int j = 0; j < degrees[i]; ++j, ++at) {
+        edges.push_back(sources[i]);
+        edges.push_back(destinations[at]);
+        edges.push_back(weights == MPI_UNWEIGHTED || weights == MPI_WEIGHTS_EMPTY ? 1 : weights[at]);
+      }
+    int count = static_cast<int>(edges.size());
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+    PMPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_old);
+    int total = 0;
+    for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
+    std::vector<int> all(static_cast<size_t>(std::max(total, 1)));
+    PMPI_Allgatherv(edges.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm_old);
+    topo::Adjacency mine;
+    for (int e = 0; e + 2 < total; e += 3) {
+      const int s = all[static_cast<size_t>(e)], d = all[static_cast<size_t>(e + 1)], w = all[static_cast<size_t>(e + 2)];
+      if (s == me) mine.destinations.push_back(d), mine.destination_weights.push_back(w);
+      if (d == me) mine.sources.push_back(s), mine.source_weights.push_back(w);
+    }
+    bool placed = false;
+    int rc = create_placed(comm_old, mine, weights != MPI_UNWEIGHTED, info, comm_dist_graph, &placed);
+    if (rc != MPI_SUCCESS || placed) return rc;
+  }
+  return REAL(MPI_Dist_graph_create)(comm_old, n, sources, degrees, destinations, weights, info, reorder,
+                                     comm_dist_graph);
+}
