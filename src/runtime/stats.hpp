@@ -20,6 +20,7 @@ enum class Counter : int {
   kMultiRecvs,      // receives that met a multi-message descriptor
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI
+  kStagedCollectives,  // collectives whose buffers dtmpi staged
   kPackedBytes,
   kCount
 };
