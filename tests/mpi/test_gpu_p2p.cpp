@@ -232,3 +232,58 @@ TEST_F(GpuP2P, DifferentTypesOfOneSignature) {
   cudaFree(dbytes);
   MPI_Type_free(&vec);
 }
+
+// MPI_Alltoallv and MPI_Neighbor_alltoallv with device buffers and a strided
+// type: the same exchange done by the system MPI on host copies is the oracle.
+TEST_F(GpuP2P, AlltoallvOnDeviceBuffers) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Datatype vec, pairs;  // 2 of every 3 doubles
+  MPI_Type_vector(1, 2, 3, MPI_DOUBLE, &vec);
+  MPI_Type_create_resized(vec, 0, 3 * sizeof(double), &pairs);
+  MPI_Type_commit(&pairs);
+  std::vector<int> sc(static_cast<size_t>(n)), sd(static_cast<size_t>(n)), rc(static_cast<size_t>(n)),
+      rd(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    sc[static_cast<size_t>(i)] = 1000 + 10 * me + i;  // what me sends to i
+    rc[static_cast<size_t>(i)] = 1000 + 10 * i + me;  // what i sends to me
+  }
+  for (int i = 1; i < n; ++i) {
+    sd[static_cast<size_t>(i)] = sd[static_cast<size_t>(i - 1)] + sc[static_cast<size_t>(i - 1)] + 7;
+    rd[static_cast<size_t>(i)] = rd[static_cast<size_t>(i - 1)] + rc[static_cast<size_t>(i - 1)] + 5;
+  }
+  const size_t selems = static_cast<size_t>(sd.back() + sc.back()) * 3, relems = static_cast<size_t>(rd.back() + rc.back()) * 3;
+  std::vector<double> hs(selems), want(relems, -1), got(relems, -2);
+  for (size_t i = 0; i < selems; ++i) hs[i] = me * 1e6 + static_cast<double>(i);
+  ASSERT_EQ(PMPI_Alltoallv(hs.data(), sc.data(), sd.data(), pairs, want.data(), rc.data(), rd.data(), pairs,
+                           MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  char *ds, *dr;
+  ASSERT_EQ(gpu_alloc(&ds, selems * sizeof(double)), cudaSuccess);
+  ASSERT_EQ(gpu_alloc(&dr, relems * sizeof(double)), cudaSuccess);
+  cudaMemcpy(ds, hs.data(), selems * sizeof(double), cudaMemcpyHostToDevice);
+  cudaMemset(dr, 0xff, relems * sizeof(double));
+  std::vector<double> poison(relems, -1);
+  cudaMemcpy(dr, poison.data(), relems * sizeof(double), cudaMemcpyHostToDevice);
+  ASSERT_EQ(MPI_Alltoallv(ds, sc.data(), sd.data(), pairs, dr, rc.data(), rd.data(), pairs, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  cudaMemcpy(got.data(), dr, relems * sizeof(double), cudaMemcpyDeviceToHost);
+  EXPECT_TRUE(got == want) << "Alltoallv, device to device";
+  // the neighbor form on a ring, device send buffer, host receive buffer
+  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
+  MPI_Comm ring;
+  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
+                                           MPI_INFO_NULL, 0, &ring),
+            MPI_SUCCESS);
+  const int c2[2] = {500, 500}, s2[2] = {0, 600}, r2[2] = {0, 501};
+  std::vector<double> nwant(relems, -1), ngot(relems, -1);
+  ASSERT_EQ(PMPI_Neighbor_alltoallv(hs.data(), c2, s2, pairs, nwant.data(), c2, r2, pairs, ring), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Neighbor_alltoallv(ds, c2, s2, pairs, ngot.data(), c2, r2, pairs, ring), MPI_SUCCESS);
+  EXPECT_TRUE(ngot == nwant) << "Neighbor_alltoallv, device to host";
+  MPI_Comm_free(&ring);
+  cudaFree(ds);
+  cudaFree(dr);
+  MPI_Type_free(&pairs);
+  MPI_Type_free(&vec);
+}
