@@ -32,6 +32,8 @@
   X(MPI_Dist_graph_create)       \
   X(MPI_Alltoallv)               \
   X(MPI_Neighbor_alltoallv)      \
+  X(MPI_Alltoallw)               \
+  X(MPI_Neighbor_alltoallw)      \
   X(MPI_Iprobe)                  \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \
