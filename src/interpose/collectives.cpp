@@ -3,6 +3,7 @@
 // their neighborhood forms. Every outgoing piece is packed into one host
 // staging buffer, the system MPI exchanges packed bytes, every incoming piece
 // is unpacked. Zero counts cost nothing. Buffers it can take go straight to it.
+// The v forms are the w forms with one type and displacements in extents.
 #include <vector>
 
 #include "base/log.hpp"
@@ -11,8 +12,8 @@
 #include "runtime/gpu.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/stats.hpp"
-#include "type/registry.hpp"
 #include "transport/engine.hpp"
+#include "type/registry.hpp"
 
 namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;
@@ -21,196 +22,141 @@ using dtmpi::interpose::raise;
 
 namespace {
 
-// One side of a v-collective: n pieces (count, displacement in elements of `type`).
-struct Side {
-  const void* buf;
-  const int* counts;
-  const int* displs;
-  MPI_Datatype type;
-  int n;
+// One side of a collective: n pieces of `buf`, piece i being counts[i]
+// elements of types[i] at byte displacement displs[i].
+struct Pieces {
+  const void* buf = nullptr;
+  int n = 0;
+  const int* counts = nullptr;
+  std::vector<int64_t> displs;
+  std::vector<MPI_Datatype> types;
 };
 
-// Whether any piece of `s` must be staged; fills the plan and memory info.
-bool side_needs_staging(const Side& s, tp::UserBuffer& b) {
-  for (int i = 0; i < s.n; ++i)
-    if (s.counts[i] > 0) return must_stage(s.buf, s.counts[i], s.type, b);
-  return false;
+Pieces v_side(const void* buf, int n, const int* counts, const int* displs, MPI_Datatype type) {
+  Pieces p{buf, n, counts, std::vector<int64_t>(static_cast<size_t>(n)), std::vector<MPI_Datatype>(static_cast<size_t>(n), type)};
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  for (int i = 0; i < n; ++i) p.displs[static_cast<size_t>(i)] = int64_t{displs[i]} * extent;
+  return p;
 }
 
-struct Packed {
+template <class Displ>
+Pieces w_side(const void* buf, int n, const int* counts, const Displ* displs, const MPI_Datatype* types) {
+  return Pieces{buf, n, counts, std::vector<int64_t>(displs, displs + n), std::vector<MPI_Datatype>(types, types + n)};
+}
+
+// A staged side: the packed pieces back to back in one host buffer.
+struct Staged {
+  std::vector<dtmpi::type::PlanPtr> plans;
+  rt::PointerInfo info;
   rt::Staging staging;
   std::vector<int> counts, displs;  // bytes
-  ~Packed() { rt::release_staging(staging); }
+  std::vector<MPI_Datatype> bytes;  // MPI_BYTE per piece (the w forms' type array)
+  ~Staged() { rt::release_staging(staging); }
 };
 
-// Lays the pieces of `s` out back to back in one staging buffer (packing
-// them there when `pack`).
-int stage_side(const Side& s, const tp::UserBuffer& b, bool pack, Packed& p) {
-  MPI_Aint lb = 0, extent = 0;
-  PMPI_Type_get_extent(s.type, &lb, &extent);
-  p.counts.resize(static_cast<size_t>(s.n));
-  p.displs.resize(static_cast<size_t>(s.n));
-  int64_t total = 0;
-  for (int i = 0; i < s.n; ++i) {
-    p.displs[static_cast<size_t>(i)] = static_cast<int>(total);
-    p.counts[static_cast<size_t>(i)] = static_cast<int>(int64_t{s.counts[i]} * b.plan->size);
-    total += int64_t{s.counts[i]} * b.plan->size;
-  }
-  if (total > INT32_MAX) return MPI_ERR_COUNT;
-  auto st = rt::acquire_staging(static_cast<size_t>(total));
-  if (!st) return MPI_ERR_NO_MEM;
-  p.staging = st.value();
-  if (!pack) return MPI_SUCCESS;
-  for (int i = 0; i < s.n; ++i) {
-    if (s.counts[i] <= 0) continue;
-    rt::Staging piece = p.staging;
-    piece.ptr = static_cast<char*>(p.staging.ptr) + p.displs[static_cast<size_t>(i)];
-    auto ok = rt::stage_out(*b.plan, s.counts[i], static_cast<const char*>(s.buf) + int64_t{s.displs[i]} * extent,
-                            b.info, piece, false);
-    if (!ok) return MPI_ERR_OTHER;
-  }
-  return MPI_SUCCESS;
-}
-
-int unstage_side(const Side& s, const tp::UserBuffer& b, Packed& p) {
-  MPI_Aint lb = 0, extent = 0;
-  PMPI_Type_get_extent(s.type, &lb, &extent);
-  for (int i = 0; i < s.n; ++i) {
-    if (s.counts[i] <= 0) continue;
-    rt::Staging piece = p.staging;
-    piece.ptr = static_cast<char*>(p.staging.ptr) + p.displs[static_cast<size_t>(i)];
-    auto ok = rt::stage_in(*b.plan, s.counts[i], piece,
-                           const_cast<char*>(static_cast<const char*>(s.buf)) + int64_t{s.displs[i]} * extent,
-                           b.info, false);
-    if (!ok) return MPI_ERR_OTHER;
-  }
-  return MPI_SUCCESS;
-}
-
-using VFn = int (*)(const void*, const int[], const int[], MPI_Datatype, void*, const int[], const int[],
-                    MPI_Datatype, MPI_Comm);
-
-// Either side staged (the other as it is when the system MPI can take it).
-int staged_v(VFn fn, const Side& s, const Side& r, MPI_Comm comm, bool& handled) {
-  tp::UserBuffer sb, rb;
-  const bool ss = s.buf != MPI_IN_PLACE && side_needs_staging(s, sb);
-  const bool rs = side_needs_staging(r, rb);
-  handled = ss || rs;
-  if (!handled) return MPI_SUCCESS;
-  rt::count(rt::Counter::kStagedCollectives);
-  Packed ps, pr;
-  if (ss) {
-    if (int rc = stage_side(s, sb, true, ps); rc != MPI_SUCCESS) return raise(comm, rc);
-  }
-  if (rs) {
-    if (int rc = stage_side(r, rb, false, pr); rc != MPI_SUCCESS) return raise(comm, rc);
-  }
-  int rc = fn(ss ? ps.staging.ptr : s.buf, ss ? ps.counts.data() : s.counts, ss ? ps.displs.data() : s.displs,
-              ss ? MPI_BYTE : s.type, rs ? pr.staging.ptr : const_cast<void*>(r.buf), rs ? pr.counts.data() : r.counts,
-              rs ? pr.displs.data() : r.displs, rs ? MPI_BYTE : r.type, comm);
-  if (rc == MPI_SUCCESS && rs) {
-    rc = unstage_side(r, rb, pr);
-    if (rc != MPI_SUCCESS) return raise(comm, rc);
-  }
-  return rc;
-}
-
-// One side of a w-collective: n pieces (count, byte displacement, own type).
-struct SideW {
-  const void* buf;
-  const int* counts;
-  const int* displs;  // bytes
-  const MPI_Datatype* types;
-  int n;
-};
-
-// The pieces of `s` with their plans, if any piece must be staged.
-bool w_needs_staging(const SideW& s, std::vector<dtmpi::type::PlanPtr>& plans, rt::PointerInfo& info) {
-  if (s.buf == MPI_IN_PLACE) return false;
+// Whether `p` must be staged; fills plans and memory. Each distinct type is
+// asked once (a v side asks once).
+bool needs_staging(const Pieces& p, Staged& s) {
+  if (p.buf == MPI_IN_PLACE) return false;
   bool stage = false;
-  for (int i = 0; i < s.n && !stage; ++i) {
+  MPI_Datatype asked = MPI_DATATYPE_NULL;
+  for (int i = 0; i < p.n && !stage; ++i) {
+    const MPI_Datatype t = p.types[static_cast<size_t>(i)];
+    if (p.counts[i] <= 0 || t == asked) continue;
+    asked = t;
     tp::UserBuffer b;
-    if (s.counts[i] > 0 && must_stage(static_cast<const char*>(s.buf) + s.displs[i], s.counts[i], s.types[i], b)) {
+    if (must_stage(static_cast<const char*>(p.buf) + p.displs[static_cast<size_t>(i)], p.counts[i], t, b)) {
       stage = true;
-      info = b.info;
+      s.info = b.info;
     }
   }
   if (!stage) return false;
-  plans.resize(static_cast<size_t>(s.n));
-  for (int i = 0; i < s.n; ++i) {
-    if (s.counts[i] <= 0) continue;
-    plans[static_cast<size_t>(i)] = dtmpi::type::plan_for(s.types[i]);
-    if (!plans[static_cast<size_t>(i)]) return false;  // a type dtmpi cannot plan: the system MPI takes it all
+  s.plans.resize(static_cast<size_t>(p.n));
+  for (int i = 0; i < p.n; ++i) {
+    if (p.counts[i] <= 0) continue;
+    s.plans[static_cast<size_t>(i)] = dtmpi::type::plan_for(p.types[static_cast<size_t>(i)]);
+    if (!s.plans[static_cast<size_t>(i)]) return false;  // a type dtmpi cannot plan: the system MPI takes it all
   }
   return true;
 }
 
-int stage_w(const SideW& s, const std::vector<dtmpi::type::PlanPtr>& plans, const rt::PointerInfo& info, bool pack,
-            Packed& p) {
-  p.counts.assign(static_cast<size_t>(s.n), 0);
-  p.displs.assign(static_cast<size_t>(s.n), 0);
+char* piece_of(const Pieces& p, int i) {
+  return const_cast<char*>(static_cast<const char*>(p.buf)) + p.displs[static_cast<size_t>(i)];
+}
+
+// Lays the pieces out in one staging buffer (packing them there when `pack`).
+int stage(const Pieces& p, bool pack, Staged& s) {
+  s.counts.assign(static_cast<size_t>(p.n), 0);
+  s.displs.assign(static_cast<size_t>(p.n), 0);
+  s.bytes.assign(static_cast<size_t>(p.n), MPI_BYTE);
   int64_t total = 0;
-  for (int i = 0; i < s.n; ++i) {
-    p.displs[static_cast<size_t>(i)] = static_cast<int>(total);
-    if (s.counts[i] <= 0) continue;
-    p.counts[static_cast<size_t>(i)] = static_cast<int>(int64_t{s.counts[i]} * plans[static_cast<size_t>(i)]->size);
-    total += p.counts[static_cast<size_t>(i)];
+  for (int i = 0; i < p.n; ++i) {
+    s.displs[static_cast<size_t>(i)] = static_cast<int>(total);
+    if (p.counts[i] <= 0) continue;
+    s.counts[static_cast<size_t>(i)] = static_cast<int>(int64_t{p.counts[i]} * s.plans[static_cast<size_t>(i)]->size);
+    total += s.counts[static_cast<size_t>(i)];
+    if (total > INT32_MAX) return MPI_ERR_COUNT;
   }
-  if (total > INT32_MAX) return MPI_ERR_COUNT;
   auto st = rt::acquire_staging(static_cast<size_t>(total));
   if (!st) return MPI_ERR_NO_MEM;
-  p.staging = st.value();
-  for (int i = 0; pack && i < s.n; ++i) {
-    if (s.counts[i] <= 0) continue;
-    rt::Staging piece = p.staging;
-    piece.ptr = static_cast<char*>(p.staging.ptr) + p.displs[static_cast<size_t>(i)];
-    if (!rt::stage_out(*plans[static_cast<size_t>(i)], s.counts[i], static_cast<const char*>(s.buf) + s.displs[i],
-                       info, piece, false))
+  s.staging = st.value();
+  for (int i = 0; pack && i < p.n; ++i) {
+    if (p.counts[i] <= 0) continue;
+    rt::Staging piece = s.staging;
+    piece.ptr = static_cast<char*>(s.staging.ptr) + s.displs[static_cast<size_t>(i)];
+    if (!rt::stage_out(*s.plans[static_cast<size_t>(i)], p.counts[i], piece_of(p, i), s.info, piece, false))
       return MPI_ERR_OTHER;
   }
   return MPI_SUCCESS;
 }
 
-int unstage_w(const SideW& s, const std::vector<dtmpi::type::PlanPtr>& plans, const rt::PointerInfo& info,
-              Packed& p) {
-  for (int i = 0; i < s.n; ++i) {
-    if (s.counts[i] <= 0) continue;
-    rt::Staging piece = p.staging;
-    piece.ptr = static_cast<char*>(p.staging.ptr) + p.displs[static_cast<size_t>(i)];
-    if (!rt::stage_in(*plans[static_cast<size_t>(i)], s.counts[i], piece,
-                      const_cast<char*>(static_cast<const char*>(s.buf)) + s.displs[i], info, false))
+int unstage(const Pieces& p, Staged& s) {
+  for (int i = 0; i < p.n; ++i) {
+    if (p.counts[i] <= 0) continue;
+    rt::Staging piece = s.staging;
+    piece.ptr = static_cast<char*>(s.staging.ptr) + s.displs[static_cast<size_t>(i)];
+    if (!rt::stage_in(*s.plans[static_cast<size_t>(i)], p.counts[i], piece, piece_of(p, i), s.info, false))
       return MPI_ERR_OTHER;
   }
   return MPI_SUCCESS;
 }
 
-using WFn = int (*)(const void*, const int[], const int[], const MPI_Datatype[], void*, const int[], const int[],
-                    const MPI_Datatype[], MPI_Comm);
-
-int staged_w(WFn fn, const SideW& s, const SideW& r, MPI_Comm comm, bool& handled) {
-  std::vector<dtmpi::type::PlanPtr> splans, rplans;
-  rt::PointerInfo sinfo, rinfo;
-  const bool ss = w_needs_staging(s, splans, sinfo);
-  const bool rs = w_needs_staging(r, rplans, rinfo);
-  handled = ss || rs;
+// Stages what must be staged and runs `exchange(send staged or null, receive
+// staged or null)`, which calls the system MPI with the staged layout for a
+// staged side and the user's arguments for the other. `handled` false:
+// nothing to stage, nothing done.
+template <class Exchange>
+int staged_collective(const Pieces& send, const Pieces& recv, MPI_Comm comm, bool& handled, Exchange exchange) {
+  Staged ss, rs;
+  const bool stage_s = needs_staging(send, ss);
+  const bool stage_r = needs_staging(recv, rs);
+  handled = stage_s || stage_r;
   if (!handled) return MPI_SUCCESS;
   rt::count(rt::Counter::kStagedCollectives);
-  Packed ps, pr;
-  if (ss) {
-    if (int rc = stage_w(s, splans, sinfo, true, ps); rc != MPI_SUCCESS) return raise(comm, rc);
+  if (stage_s) {
+    if (int rc = stage(send, true, ss); rc != MPI_SUCCESS) return raise(comm, rc);
   }
-  if (rs) {
-    if (int rc = stage_w(r, rplans, rinfo, false, pr); rc != MPI_SUCCESS) return raise(comm, rc);
+  if (stage_r) {
+    if (int rc = stage(recv, false, rs); rc != MPI_SUCCESS) return raise(comm, rc);
   }
-  std::vector<MPI_Datatype> sbytes(static_cast<size_t>(s.n), MPI_BYTE), rbytes(static_cast<size_t>(r.n), MPI_BYTE);
-  int rc = fn(ss ? ps.staging.ptr : s.buf, ss ? ps.counts.data() : s.counts, ss ? ps.displs.data() : s.displs,
-              ss ? sbytes.data() : s.types, rs ? pr.staging.ptr : const_cast<void*>(r.buf),
-              rs ? pr.counts.data() : r.counts, rs ? pr.displs.data() : r.displs, rs ? rbytes.data() : r.types, comm);
-  if (rc == MPI_SUCCESS && rs) {
-    rc = unstage_w(r, rplans, rinfo, pr);
+  int rc = exchange(stage_s ? &ss : nullptr, stage_r ? &rs : nullptr);
+  if (rc == MPI_SUCCESS && stage_r) {
+    rc = unstage(recv, rs);
     if (rc != MPI_SUCCESS) return raise(comm, rc);
   }
   return rc;
+}
+
+// Peers of a collective on `comm` (the remote group of an intercommunicator).
+int peers_of(MPI_Comm comm) {
+  int n = 0, inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter)
+    PMPI_Comm_remote_size(comm, &n);
+  else
+    PMPI_Comm_size(comm, &n);
+  return n;
 }
 
 // In- and out-degree of a communicator with a topology (for the neighbor forms).
@@ -241,15 +187,16 @@ DTMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], cons
                                void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                                MPI_Comm comm) {
   tp::poll();
-  int n = 0, inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter)
-    PMPI_Comm_remote_size(comm, &n);
-  else
-    PMPI_Comm_size(comm, &n);
+  const int n = peers_of(comm);
   bool handled = false;
-  int rc = staged_v(REAL(MPI_Alltoallv), Side{sendbuf, sendcounts, sdispls, sendtype, n},
-                    Side{recvbuf, recvcounts, rdispls, recvtype, n}, comm, handled);
+  int rc = staged_collective(
+      v_side(sendbuf, n, sendcounts, sdispls, sendtype), v_side(recvbuf, n, recvcounts, rdispls, recvtype), comm,
+      handled, [&](Staged* s, Staged* r) {
+        return REAL(MPI_Alltoallv)(s ? s->staging.ptr : sendbuf, s ? s->counts.data() : sendcounts,
+                                   s ? s->displs.data() : sdispls, s ? MPI_BYTE : sendtype, r ? r->staging.ptr : recvbuf,
+                                   r ? r->counts.data() : recvcounts, r ? r->displs.data() : rdispls,
+                                   r ? MPI_BYTE : recvtype, comm);
+      });
   if (handled) return rc;
   return REAL(MPI_Alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
@@ -261,8 +208,14 @@ DTMPI_EXPORT int MPI_Neighbor_alltoallv(const void* sendbuf, const int sendcount
   int in = 0, out = 0;
   if (neighbor_counts(comm, in, out)) {
     bool handled = false;
-    int rc = staged_v(REAL(MPI_Neighbor_alltoallv), Side{sendbuf, sendcounts, sdispls, sendtype, out},
-                      Side{recvbuf, recvcounts, rdispls, recvtype, in}, comm, handled);
+    int rc = staged_collective(
+        v_side(sendbuf, out, sendcounts, sdispls, sendtype), v_side(recvbuf, in, recvcounts, rdispls, recvtype), comm,
+        handled, [&](Staged* s, Staged* r) {
+          return REAL(MPI_Neighbor_alltoallv)(s ? s->staging.ptr : sendbuf, s ? s->counts.data() : sendcounts,
+                                              s ? s->displs.data() : sdispls, s ? MPI_BYTE : sendtype,
+                                              r ? r->staging.ptr : recvbuf, r ? r->counts.data() : recvcounts,
+                                              r ? r->displs.data() : rdispls, r ? MPI_BYTE : recvtype, comm);
+        });
     if (handled) return rc;
   }
   return REAL(MPI_Neighbor_alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
@@ -273,15 +226,16 @@ DTMPI_EXPORT int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], cons
                                const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                                const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
   tp::poll();
-  int n = 0, inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter)
-    PMPI_Comm_remote_size(comm, &n);
-  else
-    PMPI_Comm_size(comm, &n);
+  const int n = peers_of(comm);
   bool handled = false;
-  int rc = staged_w(REAL(MPI_Alltoallw), SideW{sendbuf, sendcounts, sdispls, sendtypes, n},
-                    SideW{recvbuf, recvcounts, rdispls, recvtypes, n}, comm, handled);
+  int rc = staged_collective(
+      w_side(sendbuf, n, sendcounts, sdispls, sendtypes), w_side(recvbuf, n, recvcounts, rdispls, recvtypes), comm,
+      handled, [&](Staged* s, Staged* r) {
+        return REAL(MPI_Alltoallw)(s ? s->staging.ptr : sendbuf, s ? s->counts.data() : sendcounts,
+                                   s ? s->displs.data() : sdispls, s ? s->bytes.data() : sendtypes,
+                                   r ? r->staging.ptr : recvbuf, r ? r->counts.data() : recvcounts,
+                                   r ? r->displs.data() : rdispls, r ? r->bytes.data() : recvtypes, comm);
+      });
   if (handled) return rc;
   return REAL(MPI_Alltoallw)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
@@ -292,32 +246,20 @@ DTMPI_EXPORT int MPI_Neighbor_alltoallw(const void* sendbuf, const int sendcount
   tp::poll();
   int in = 0, out = 0;
   if (neighbor_counts(comm, in, out)) {
-    // byte displacements as int for the shared path (the staged buffer is < 2 GiB)
-    std::vector<int> sd(static_cast<size_t>(out)), rd(static_cast<size_t>(in));
-    bool fits = true;
-    for (int i = 0; i < out; ++i) {
-      fits = fits && sdispls[i] >= 0 && sdispls[i] <= INT32_MAX;
-      sd[static_cast<size_t>(i)] = static_cast<int>(sdispls[i]);
-    }
-    for (int i = 0; i < in; ++i) {
-      fits = fits && rdispls[i] >= 0 && rdispls[i] <= INT32_MAX;
-      rd[static_cast<size_t>(i)] = static_cast<int>(rdispls[i]);
-    }
-    if (fits) {
-      struct Call {
-        static int neighbor(const void* sb, const int sc[], const int sdi[], const MPI_Datatype st[], void* rb,
-                            const int rc[], const int rdi[], const MPI_Datatype rt[], MPI_Comm c) {
-          int i_in = 0, i_out = 0;
-          neighbor_counts(c, i_in, i_out);
-          std::vector<MPI_Aint> a(sdi, sdi + i_out), b(rdi, rdi + i_in);
-          return REAL(MPI_Neighbor_alltoallw)(sb, sc, a.data(), st, rb, rc, b.data(), rt, c);
-        }
-      };
-      bool handled = false;
-      int rc = staged_w(&Call::neighbor, SideW{sendbuf, sendcounts, sd.data(), sendtypes, out},
-                        SideW{recvbuf, recvcounts, rd.data(), recvtypes, in}, comm, handled);
-      if (handled) return rc;
-    }
+    bool handled = false;
+    int rc = staged_collective(
+        w_side(sendbuf, out, sendcounts, sdispls, sendtypes), w_side(recvbuf, in, recvcounts, rdispls, recvtypes),
+        comm, handled, [&](Staged* s, Staged* r) {
+          // this form takes MPI_Aint byte displacements
+          std::vector<MPI_Aint> sd, rd;
+          if (s) sd.assign(s->displs.begin(), s->displs.end());
+          if (r) rd.assign(r->displs.begin(), r->displs.end());
+          return REAL(MPI_Neighbor_alltoallw)(s ? s->staging.ptr : sendbuf, s ? s->counts.data() : sendcounts,
+                                              s ? sd.data() : sdispls, s ? s->bytes.data() : sendtypes,
+                                              r ? r->staging.ptr : recvbuf, r ? r->counts.data() : recvcounts,
+                                              r ? rd.data() : rdispls, r ? r->bytes.data() : recvtypes, comm);
+        });
+    if (handled) return rc;
   }
   return REAL(MPI_Neighbor_alltoallw)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                                       recvtypes, comm);
