@@ -40,27 +40,15 @@ int stage_send(const tp::UserBuffer& b, bool via_device, rt::Staging& out, MPI_C
   return MPI_SUCCESS;
 }
 
-// The packed bytes on the GPU, for a CUDA-aware system MPI.
-int pack_on_device(const tp::UserBuffer& b, rt::DeviceBuffer& out, MPI_Comm comm) {
-  auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
-  if (!dev) return raise(comm, MPI_ERR_NO_MEM);
-  out = dev.value();
-  rt::PointerInfo di;
-  di.kind = rt::MemKind::kDevice;
-  di.device = b.info.device;
-  auto ok = rt::gpu_pack(*b.plan, b.count, b.ptr, b.info, out.ptr, di);
-  if (!ok) {
-    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ok.error().what.c_str());
-    rt::release_device_buffer(out);
-    return raise(comm, MPI_ERR_OTHER);
-  }
-  return MPI_SUCCESS;
-}
-
 // A send through a CUDA-aware system MPI: the packed device buffer.
 int send_device(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
   rt::PendingOp op;
-  if (int rc = pack_on_device(b, op.device, comm); rc != MPI_SUCCESS) return rc;
+  auto dev = rt::pack_to_device_buffer(*b.plan, b.count, b.ptr, b.info);
+  if (!dev) {
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", dev.error().what.c_str());
+    return raise(comm, MPI_ERR_OTHER);
+  }
+  op.device = dev.value();
   rt::count(rt::Counter::kDeviceSends);
   const int n = static_cast<int>(b.bytes);
   void* p = op.device.ptr;
@@ -87,7 +75,7 @@ int send_device(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm 
 int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
   if (rt::on_gpu(b.info) && tp::mpi_takes_device_memory()) return send_device(mode, b, dest, tag, comm, request);
   const int dest_world = tp::world_rank_of(comm, dest);
-  const tp::Method m = mode == Mode::kBuffered ? (b.bytes > 256 * 1024 ? tp::Method::kStaged : tp::Method::kOneShot)
+  const tp::Method m = mode == Mode::kBuffered ? (b.bytes > tp::kOneShotLimit ? tp::Method::kStaged : tp::Method::kOneShot)
                                                : tp::choose_method(b.bytes, tp::typical_block(*b.plan), tp::typical_pitch(*b.plan),
                                                                    b.info, dest_world);
   if (tp::is_multi(m)) {
@@ -138,7 +126,7 @@ int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm, voi
   op.count = b.count;
   op.user = b.ptr;
   op.user_info = b.info;
-  op.via_device = b.bytes > 256 * 1024;
+  op.via_device = b.bytes > tp::kOneShotLimit;
   return MPI_SUCCESS;
 }
 

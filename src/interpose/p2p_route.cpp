@@ -30,8 +30,8 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
     return false;
   }
   if (rt::on_gpu(b.info) && transport::mpi_takes_device_memory()) {
-    type::StridedPlan whole;
-    if (b.plan->is_strided() && b.plan->strided_for_count(count, whole) && whole.ndims == 0)
+    int64_t offset = 0;
+    if (b.plan->contiguous_for_count(count, offset))
       return false;  // contiguous device data: the CUDA-aware system MPI takes it as it is
   }
   b.ptr = const_cast<void*>(buf);

@@ -43,6 +43,18 @@ void finish(MPI_Request orig, MPI_Status& st, int& rc) {
   if (frc != MPI_SUCCESS && rc == MPI_SUCCESS) rc = frc;
 }
 
+// While transfers are in flight a blocking wait must not sleep inside the
+// system MPI: it becomes a loop of the interposed test, which runs progress.
+// `test(flag)` returns an MPI code and sets flag when the wait is over.
+template <class Test>
+int wait_by_testing(Test test) {
+  for (;;) {
+    int flag = 0;
+    const int rc = test(flag);
+    if (flag || rc != MPI_SUCCESS) return rc;
+  }
+}
+
 void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
   if (out == MPI_STATUSES_IGNORE) return;
   for (int i = 0; i < n; ++i) out[i] = st[static_cast<size_t>(i)];
@@ -50,17 +62,9 @@ void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
 
 }  // namespace
 
-// While transfers are in flight a blocking wait must not sleep inside the
-// system MPI: the MPI_Wait* calls become progress + MPI_Test* loops.
 DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (idle()) return REAL(MPI_Wait)(request, status);
-  if (tp::busy()) {
-    for (;;) {
-      int flag = 0;
-      int rc = MPI_Test(request, &flag, status);
-      if (flag || rc != MPI_SUCCESS) return rc;
-    }
-  }
+  if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
   rt::progress();
   const MPI_Request orig = *request;
   auto st = fresh_statuses(1);
@@ -85,13 +89,7 @@ DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitall)(count, requests, statuses);
-  if (tp::busy()) {
-    for (;;) {
-      int flag = 0;
-      int rc = MPI_Testall(count, requests, &flag, statuses);
-      if (flag || rc != MPI_SUCCESS) return rc;
-    }
-  }
+  if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Testall(count, requests, &flag, statuses); });
   rt::progress();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(count);
@@ -115,13 +113,8 @@ DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_S
 
 DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (idle()) return REAL(MPI_Waitany)(count, requests, index, status);
-  if (tp::busy()) {
-    for (;;) {
-      int flag = 0;
-      int rc = MPI_Testany(count, requests, index, &flag, status);
-      if (flag || rc != MPI_SUCCESS) return rc;
-    }
-  }
+  if (tp::busy())
+    return wait_by_testing([&](int& flag) { return MPI_Testany(count, requests, index, &flag, status); });
   rt::progress();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(1);
@@ -163,12 +156,12 @@ int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indi
 DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                               MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitsome)(incount, requests, outcount, indices, statuses);
-  if (tp::busy()) {
-    for (;;) {
-      int rc = some(REAL(MPI_Testsome), incount, requests, outcount, indices, statuses);
-      if (*outcount != 0 || rc != MPI_SUCCESS) return rc;
-    }
-  }
+  if (tp::busy())
+    return wait_by_testing([&](int& flag) {
+      const int rc = some(REAL(MPI_Testsome), incount, requests, outcount, indices, statuses);
+      flag = *outcount != 0;
+      return rc;
+    });
   return some(REAL(MPI_Waitsome), incount, requests, outcount, indices, statuses);
 }
 

@@ -44,8 +44,8 @@ std::string text(const char* name, const char* dflt) {
   return v && *v ? v : dflt;
 }
 
-// A byte count (plain integer, optional K/M/G suffix), at least `min`.
-int64_t bytes(const char* name, int64_t dflt, int64_t min) {
+// A non-negative integer (a byte count may carry a K/M/G suffix), at least `min`.
+int64_t number(const char* name, int64_t dflt, int64_t min) {
   const char* v = std::getenv(name);
   if (!v || !*v) return dflt;
   char* end = nullptr;
@@ -54,7 +54,7 @@ int64_t bytes(const char* name, int64_t dflt, int64_t min) {
   if (end && (*end == 'm' || *end == 'M')) n <<= 20;
   if (end && (*end == 'g' || *end == 'G')) n <<= 30;
   if (end == v || n < min) {
-    DTMPI_LOG(kWarn, "%s=%s is not a byte count of at least %lld: using %lld", name, v,
+    DTMPI_LOG(kWarn, "%s=%s is not a number of at least %lld: using %lld", name, v,
               static_cast<long long>(min), static_cast<long long>(dflt));
     return dflt;
   }
@@ -83,9 +83,9 @@ Config read_environment() {
     DTMPI_LOG(kWarn, "DTMPI_METHOD=%s is not oneshot, staged, pipelined, device or auto: using auto", c.method.c_str());
     c.method = "auto";
   }
-  c.pipeline_chunk = bytes("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
+  c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
-  c.ranks_per_node = bytes("DTMPI_RANKS_PER_NODE", 0, 0);
+  c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
   log::g_level.store(level_of(c.log));

@@ -232,13 +232,6 @@ Status finish(int device, cudaStream_t s) {
   return ok_status();
 }
 
-namespace {
-// True when `count` elements are one contiguous run of bytes (`out.offset`).
-bool contiguous_span(const type::PackPlan& plan, int64_t count, type::StridedPlan& out) {
-  return plan.is_strided() && plan.strided_for_count(count, out) && out.ndims == 0;
-}
-}  // namespace
-
 Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                 void* packed, const PointerInfo& pi) {
   const int64_t bytes = count * plan.size;
@@ -258,9 +251,9 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
   auto s = stream_for(ui.device);
   if (!s) return s.error();
   void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed, or mapped pinned
-  type::StridedPlan whole;
-  if (on_gpu(pi) && contiguous_span(plan, count, whole)) {  // one copy-engine copy (also peer to peer)
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, static_cast<const char*>(user) + whole.offset,
+  int64_t offset = 0;
+  if (on_gpu(pi) && plan.contiguous_for_count(count, offset)) {  // one copy-engine copy (also peer to peer)
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, static_cast<const char*>(user) + offset,
                                      static_cast<size_t>(bytes), cudaMemcpyDefault, s.value()));
     DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();
@@ -299,9 +292,9 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
   auto s = stream_for(ui.device);
   if (!s) return s.error();
   const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
-  type::StridedPlan whole;
-  if (on_gpu(pi) && contiguous_span(plan, count, whole)) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + whole.offset, packed, static_cast<size_t>(bytes),
+  int64_t offset = 0;
+  if (on_gpu(pi) && plan.contiguous_for_count(count, offset)) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset, packed, static_cast<size_t>(bytes),
                                      cudaMemcpyDefault, s.value()));
     DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();

@@ -124,6 +124,10 @@ Status ipc_event_wait(int peer, const IpcEvent& e, int device);
 // device memory `dst` on dtmpi's stream, without waiting for it.
 Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                             void* dst);
+// Packs `count` elements of `user` (on a GPU) into a new pooled device buffer
+// on that GPU and waits for it.
+Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t count, const void* user,
+                                           const PointerInfo& ui);
 // Waits for everything queued on dtmpi's stream of `device`.
 Status wait_stream(int device);
 

@@ -58,6 +58,9 @@ Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const P
   return Error{kErrUnsupported, "built without CUDA"};
 }
 Status wait_stream(int) { return ok_status(); }
+Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan&, int64_t, const void*, const PointerInfo&) {
+  return Error{kErrUnsupported, "built without CUDA"};
+}
 
 std::string gpu_pool_stats() { return "built without CUDA"; }
 void release_gpu_resources() {}

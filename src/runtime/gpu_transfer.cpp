@@ -268,13 +268,26 @@ Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const voi
   DeviceScope scope(ui.device);
   auto s = stream_for(ui.device);
   if (!s) return s.error();
-  type::StridedPlan whole;
-  if (plan.is_strided() && plan.strided_for_count(count, whole) && whole.ndims == 0) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(user) + whole.offset,
+  int64_t offset = 0;
+  if (plan.contiguous_for_count(count, offset)) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(user) + offset,
                                      static_cast<size_t>(count * plan.size), cudaMemcpyDefault, s.value()));
     return ok_status();
   }
   return pack::pack_device(plan, count, user, dst, ui.device, s.value());
+}
+
+Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t count, const void* user,
+                                           const PointerInfo& ui) {
+  auto dev = acquire_device_buffer(ui.device, static_cast<size_t>(count * plan.size));
+  if (!dev) return dev.error();
+  auto ok = pack_to_device_async(plan, count, user, ui, dev.value().ptr);
+  if (ok) ok = wait_stream(ui.device);
+  if (!ok) {
+    release_device_buffer(dev.value());
+    return ok.error();
+  }
+  return dev;
 }
 
 Status wait_stream(int device) {

@@ -109,13 +109,17 @@ int world_rank_of(MPI_Comm comm, int rank) {
   Peers& p = peers();
   if (!p.ready || rank < 0) return -1;
   if (comm == MPI_COMM_WORLD) return rank;
-  // one thread at a time: two threads creating the map of one communicator
-  // would replace (and so delete) each other's
-  static std::mutex mu;
-  std::lock_guard lock(mu);
   void* value = nullptr;
   int flag = 0;
   PMPI_Comm_get_attr(comm, p.keyval, &value, &flag);
+  // created once per communicator, one thread at a time (two threads creating
+  // it would replace, and so delete, each other's); found without a lock after
+  static std::mutex mu;
+  std::unique_lock lock(mu, std::defer_lock);
+  if (!flag) {
+    lock.lock();
+    PMPI_Comm_get_attr(comm, p.keyval, &value, &flag);
+  }
   auto* map = static_cast<RankMap*>(value);
   if (!flag) {
     int inter = 0;

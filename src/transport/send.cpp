@@ -16,8 +16,6 @@ namespace rt = dtmpi::runtime;
 
 namespace {
 
-constexpr int64_t kOneShotLimit = 256 * 1024;
-
 // What remains of a send after the application's request completed.
 class SendTail final : public Operation {
  public:
@@ -60,11 +58,8 @@ bool SendTail::step() {
           return true;  // the receiver waits in vain: nothing else can be done
         }
         staging = st.value();
-        while (true) {
-          auto done = rt::marker_done(m.value());
-          if (!done || done.value()) break;
-        }
         rt::release_marker(m.value());
+        if (!rt::wait_stream(device.device)) DTMPI_LOG(kError, "staging a send for the fallback path failed");
       }
       reqs.emplace_back();
       PMPI_Isend(staging.ptr, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(),
@@ -108,21 +103,6 @@ int send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool 
   return rc;
 }
 
-// Packs `b` into a pooled device buffer on its GPU.
-Result<rt::DeviceBuffer> pack_to_device(const UserBuffer& b) {
-  auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
-  if (!dev) return dev.error();
-  rt::PointerInfo di;
-  di.kind = rt::MemKind::kDevice;
-  di.device = b.info.device;
-  auto ok = rt::gpu_pack(*b.plan, b.count, b.ptr, b.info, dev.value().ptr, di);
-  if (!ok) {
-    rt::release_device_buffer(dev.value());
-    return ok.error();
-  }
-  return dev;
-}
-
 // The pipelined sender: the descriptor first, then device-to-host copies of
 // every chunk queued at once, each chunk sent as soon as its copy is done.
 // Runs inside the MPI call, so an application blocked later in a call dtmpi
@@ -139,7 +119,7 @@ int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest,
   const int64_t nchunks = (b.bytes + chunk - 1) / chunk;
   rt::DeviceBuffer packed;
   if (rt::on_gpu(b.info)) {
-    auto dev = pack_to_device(b);
+    auto dev = rt::pack_to_device_buffer(*b.plan, b.count, b.ptr, b.info);
     if (!dev) {
       DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", dev.error().what.c_str());
       return MPI_ERR_OTHER;

@@ -30,6 +30,10 @@
 namespace dtmpi::transport {
 
 enum class Method : uint8_t { kOneShot, kStaged, kPipelined, kDevice };
+// Single-message transfers up to this size go one-shot when nothing else
+// decides (forced multi-message methods below kMultiMin, buffered sends, the
+// receiver's unpack of a single message).
+inline constexpr int64_t kOneShotLimit = 256 * 1024;
 const char* method_name(Method m);
 inline bool is_multi(Method m) { return m == Method::kPipelined || m == Method::kDevice; }
 

@@ -104,6 +104,14 @@ struct PackPlan {
   // `count` elements of a strided plan as one StridedPlan (elements `extent`
   // apart); false if that needs more than kMaxDims dims.
   bool strided_for_count(int64_t count, StridedPlan& out) const;
+  // True when `count` elements are one contiguous run of bytes; `offset`:
+  // where it starts relative to the buffer.
+  bool contiguous_for_count(int64_t count, int64_t& offset) const {
+    StridedPlan whole;
+    if (!is_strided() || !strided_for_count(count, whole) || whole.ndims != 0) return false;
+    offset = whole.offset;
+    return true;
+  }
 };
 
 // First and one-past-last byte offset the plan touches (for one element);

@@ -21,18 +21,12 @@
 #include "common/random_types.hpp"
 #include "dtmpi/dtmpi.h"
 
+#include "common/mpi_world.hpp"
+
 namespace {
 
-int rank_of() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using dtmpi::testing::world_rank;
+using dtmpi::testing::world_size;
 
 constexpr int kMin = 64 * 1024;  // transport::kMultiMin
 
@@ -119,7 +113,7 @@ std::vector<unsigned char> expected_unpack(Large& l, const std::vector<unsigned 
 // Every combination of derived/plain sender and receiver, blocking and not,
 // wildcard or named source; results equal the system MPI's pack and unpack.
 TEST(MultiMessageP2P, LargeRandomTypesEveryShape) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   dtmpi::testing::RandomTypes gen(777);
   const uint64_t multi_before = stat_value("multi-message sends ");
   for (int iter = 0; iter < 24; ++iter) {
@@ -205,7 +199,7 @@ TEST(MultiMessageP2P, LargeRandomTypesEveryShape) {
 // Many transfers in flight at once, completed in a scrambled order; an
 // MPI_ANY_TAG receive series sees the sender's order (non-overtaking).
 TEST(MultiMessageP2P, ManyOutstandingNonOvertaking) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   constexpr int kMsgs = 8;
   MPI_Datatype vec;  // 3 of every 4 doubles
   MPI_Type_vector(4096, 3, 4, MPI_DOUBLE, &vec);
@@ -255,7 +249,7 @@ TEST(MultiMessageP2P, ManyOutstandingNonOvertaking) {
 }
 
 TEST(MultiMessageP2P, TruncateCancelModesReplaceFree) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Datatype vec;  // 1 of every 2 ints, 32768 of them: 128 KiB packed
   MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);
@@ -349,7 +343,7 @@ TEST(MultiMessageP2P, TruncateCancelModesReplaceFree) {
 // the IPC-fallback mode: that path needs the sender to enter dtmpi again,
 // see docs/point-to-point.md.)
 TEST(MultiMessageP2P, RequestFreeOfSend) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   MPI_Datatype vec;
   MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);
   MPI_Type_commit(&vec);
@@ -370,7 +364,7 @@ TEST(MultiMessageP2P, RequestFreeOfSend) {
 // descriptor's size (which a probe must read to tell apart) arrives intact
 // into host bytes and into a derived type.
 TEST(MultiMessageP2P, ProbeSeesRealSizes) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   MPI_Datatype vec, small;
   MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);  // 128 KiB packed
   MPI_Type_commit(&vec);
@@ -426,7 +420,7 @@ TEST(MultiMessageP2P, ThreadsAtOnce) {
   int provided = 0;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "the system MPI does not provide MPI_THREAD_MULTIPLE";
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   MPI_Datatype vec;
   MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);
   MPI_Type_commit(&vec);

@@ -16,18 +16,12 @@
 
 #include "common/random_types.hpp"
 
+#include "common/mpi_world.hpp"
+
 namespace {
 
-int rank_of() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using dtmpi::testing::world_rank;
+using dtmpi::testing::world_size;
 
 // A random committed type, its buffer filled with a pattern of `seed`, and the
 // packed bytes the system MPI makes of it.
@@ -73,7 +67,7 @@ bool overlaps(MPI_Datatype t, int count) {
 // A derived type on one side, packed bytes on the other, both directions;
 // blocking and non-blocking; the bytes equal the system MPI's pack/unpack.
 TEST(StagedP2P, RandomTypesAgainstPackedBytes) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   dtmpi::testing::RandomTypes gen(2024);
   for (int iter = 0; iter < 150; ++iter) {
     Sample mine = make_sample(gen, me), theirs = make_sample(gen, left);
@@ -123,7 +117,7 @@ TEST(StagedP2P, RandomTypesAgainstPackedBytes) {
 // Many outstanding staged requests with wildcards, completed out of order
 // through every Wait/Test form.
 TEST(StagedP2P, WildcardsManyRequestsOutOfOrder) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   MPI_Datatype col;
   MPI_Type_vector(8, 1, 4, MPI_INT, &col);
   MPI_Type_commit(&col);
@@ -200,7 +194,7 @@ TEST(StagedP2P, WildcardsManyRequestsOutOfOrder) {
 }
 
 TEST(StagedP2P, FreeCancelProbeTruncateAndFriends) {
-  const int me = rank_of(), n = size_of(), right = (me + 1) % n, left = (me + n - 1) % n;
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   MPI_Datatype pair;  // 2 ints out of every 3
   MPI_Type_vector(5, 2, 3, MPI_INT, &pair);
   MPI_Type_commit(&pair);

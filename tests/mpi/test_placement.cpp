@@ -12,13 +12,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/mpi_world.hpp"
+
 namespace {
 
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using dtmpi::testing::world_rank;
 
 // Out-lists of vertex v (the same lists are its in-lists: symmetric graph).
 void adjacency(int v, std::vector<int>& nb, std::vector<int>& w) {
