@@ -19,6 +19,22 @@ Status pack_device(const type::PackPlan& plan, int64_t count, const void* user, 
 Status unpack_device(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
                      int device, GpuStream stream);
 
+// One piece of a batched pack: `count` elements of `plan` at `user` (where
+// MPI's element 0 starts), packed at `packed`.
+struct DevicePiece {
+  const type::PackPlan* plan = nullptr;
+  int64_t count = 0;
+  void* user = nullptr;
+  void* packed = nullptr;
+};
+// Packs (unpacks) every piece with one kernel launch per up to 32 pieces of
+// strided layout (at most 3 dims for their count); others take a launch
+// each. `launches` (optional) tells how many launches were made.
+Status pack_pieces_device(const DevicePiece* pieces, size_t n, int device, GpuStream stream,
+                          int* launches = nullptr);
+Status unpack_pieces_device(const DevicePiece* pieces, size_t n, int device, GpuStream stream,
+                            int* launches = nullptr);
+
 // Word size (bytes per thread access) the strided kernel would use for these
 // addresses: the largest of 16, 8, 4, 2, 1 dividing both bases, the block and
 // every stride (exposed for tests and dtmpi-info --explain).

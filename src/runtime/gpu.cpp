@@ -339,7 +339,6 @@ void release_staging(Staging& s) {
   s.ptr = nullptr;
 }
 
-namespace {
 // How the GPU packers see a staging buffer: pinned memory is mapped at the same
 // address (UVA); `via_device` hides the mapping so the staged method is used.
 PointerInfo staging_info(const Staging& staging, bool via_device) {
@@ -348,7 +347,6 @@ PointerInfo staging_info(const Staging& staging, bool via_device) {
   si.device_ptr = staging.pinned && !via_device ? staging.ptr : nullptr;
   return si;
 }
-}  // namespace
 
 Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                  const Staging& staging, bool via_device) {

@@ -66,6 +66,30 @@ Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, co
 Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
                 const PointerInfo& ui, bool via_device);
 
+// --- Many pieces at once (the collectives) ---------------------------------
+
+// One piece of a collective's buffer: `count` elements of `plan` at `user`
+// (where MPI's element 0 is), packed at byte `offset` of the packed buffer.
+struct PieceRef {
+  const type::PackPlan* plan = nullptr;
+  int64_t count = 0;
+  void* user = nullptr;
+  int64_t offset = 0;
+};
+// Packs every piece (all user buffers in memory like `ui`) into `packed`
+// (memory `pi`, `total` bytes), with one GPU kernel launch for many pieces and
+// one wait; host pieces are packed by the CPU.
+Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void* packed, const PointerInfo& pi,
+                   int64_t total);
+Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const PointerInfo& pi,
+                     const PointerInfo& ui, int64_t total);
+// The same into/out of a host staging buffer; `via_device`: pack on the GPU
+// into device memory, then one DMA copy (else kernels write mapped memory).
+Status stage_out_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, const Staging& staging,
+                        int64_t total, bool via_device);
+Status stage_in_pieces(const PieceRef* pieces, size_t n, const Staging& staging, const PointerInfo& ui,
+                       int64_t total, bool via_device);
+
 // --- Pieces of the multi-message transfers (src/transport) -----------------
 
 // A pooled device buffer on `device`.
@@ -128,6 +152,9 @@ Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const voi
 // on that GPU and waits for it.
 Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t count, const void* user,
                                            const PointerInfo& ui);
+// Copies `bytes` between any two memories and waits (`device`: the GPU whose
+// stream does it; -1: both host, a memcpy).
+Status copy_bytes(void* dst, const void* src, size_t bytes, int device);
 // Waits for everything queued on dtmpi's stream of `device`.
 Status wait_stream(int device);
 

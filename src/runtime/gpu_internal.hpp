@@ -7,6 +7,7 @@
 
 #include "base/result.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/gpu.hpp"
 
 namespace dtmpi::runtime {
 
@@ -16,6 +17,8 @@ BufferPool& device_pool(int device);
 BufferPool& pinned_pool();
 // Waits for the work queued on `s` (spin on a stream-written flag, then sync).
 Status finish(int device, cudaStream_t s);
+// How the GPU packers see a staging buffer (mapped unless `via_device`).
+PointerInfo staging_info(const Staging& staging, bool via_device);
 // The allocation containing `p`: start, size and the driver's buffer id
 // (unique per allocation for the life of the process). False if not CUDA memory.
 bool allocation_of(const void* p, uintptr_t& start, size_t& size, unsigned long long& id);

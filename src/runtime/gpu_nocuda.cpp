@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "pack/cpu_pack.hpp"
 
@@ -42,6 +43,29 @@ Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& stagin
   return ok_status();
 }
 
+Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo&, void* packed, const PointerInfo&, int64_t) {
+  for (size_t i = 0; i < n; ++i)
+    if (pieces[i].count > 0)
+      pack::pack_host(*pieces[i].plan, pieces[i].count, pieces[i].user, static_cast<char*>(packed) + pieces[i].offset);
+  return ok_status();
+}
+Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const PointerInfo&, const PointerInfo&,
+                     int64_t) {
+  for (size_t i = 0; i < n; ++i)
+    if (pieces[i].count > 0)
+      pack::unpack_host(*pieces[i].plan, pieces[i].count, static_cast<const char*>(packed) + pieces[i].offset,
+                        pieces[i].user);
+  return ok_status();
+}
+Status stage_out_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, const Staging& staging, int64_t total,
+                        bool) {
+  return pack_pieces(pieces, n, ui, staging.ptr, PointerInfo{}, total);
+}
+Status stage_in_pieces(const PieceRef* pieces, size_t n, const Staging& staging, const PointerInfo& ui, int64_t total,
+                       bool) {
+  return unpack_pieces(pieces, n, staging.ptr, PointerInfo{}, ui, total);
+}
+
 Result<DeviceBuffer> acquire_device_buffer(int, size_t) { return Error{kErrUnsupported, "built without CUDA"}; }
 void release_device_buffer(DeviceBuffer& b) { b.ptr = nullptr; }
 int current_device() { return 0; }
@@ -58,6 +82,10 @@ Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const P
   return Error{kErrUnsupported, "built without CUDA"};
 }
 Status wait_stream(int) { return ok_status(); }
+Status copy_bytes(void* dst, const void* src, size_t bytes, int) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return ok_status();
+}
 Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan&, int64_t, const void*, const PointerInfo&) {
   return Error{kErrUnsupported, "built without CUDA"};
 }

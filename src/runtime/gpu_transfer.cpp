@@ -290,6 +290,19 @@ Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t c
   return dev;
 }
 
+Status copy_bytes(void* dst, const void* src, size_t bytes, int device) {
+  if (bytes == 0) return ok_status();
+  if (device < 0) {
+    std::memcpy(dst, src, bytes);
+    return ok_status();
+  }
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.value()));
+  return finish(device, s.value());
+}
+
 Status wait_stream(int device) {
   DeviceScope scope(device);
   auto s = stream_for(device);

@@ -34,6 +34,38 @@
   X(MPI_Neighbor_alltoallv)      \
   X(MPI_Alltoallw)               \
   X(MPI_Neighbor_alltoallw)      \
+  X(MPI_Alltoall)               \
+  X(MPI_Ialltoall)              \
+  X(MPI_Ialltoallv)             \
+  X(MPI_Ialltoallw)             \
+  X(MPI_Neighbor_alltoall)      \
+  X(MPI_Ineighbor_alltoall)     \
+  X(MPI_Ineighbor_alltoallv)    \
+  X(MPI_Ineighbor_alltoallw)    \
+  X(MPI_Allgather)              \
+  X(MPI_Iallgather)             \
+  X(MPI_Allgatherv)             \
+  X(MPI_Iallgatherv)            \
+  X(MPI_Neighbor_allgather)     \
+  X(MPI_Ineighbor_allgather)    \
+  X(MPI_Neighbor_allgatherv)    \
+  X(MPI_Ineighbor_allgatherv)   \
+  X(MPI_Gather)                 \
+  X(MPI_Igather)                \
+  X(MPI_Gatherv)                \
+  X(MPI_Igatherv)               \
+  X(MPI_Scatter)                \
+  X(MPI_Iscatter)               \
+  X(MPI_Scatterv)               \
+  X(MPI_Iscatterv)              \
+  X(MPI_Bcast)                  \
+  X(MPI_Ibcast)                 \
+  X(MPI_Allreduce)              \
+  X(MPI_Iallreduce)             \
+  X(MPI_Reduce)                 \
+  X(MPI_Ireduce)                \
+  X(MPI_Reduce_scatter_block)   \
+  X(MPI_Ireduce_scatter_block)  \
   X(MPI_Iprobe)                  \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \

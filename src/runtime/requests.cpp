@@ -85,6 +85,7 @@ int finish_tracked(MPI_Request req, MPI_Status* status) {
   }
   int rc = MPI_SUCCESS;
   if (op.kind == PendingOp::Kind::kRecv) rc = finish_receive(op, status);
+  if (op.kind == PendingOp::Kind::kCompletion && op.completion) rc = op.completion->finish();
   release_staging(op.staging);
   release_device_buffer(op.device);
   return rc;
@@ -127,6 +128,7 @@ void progress() {
           PendingOp& op = done.back().second;
           finish_receive(op, &st);
         }
+        if (done.back().second.completion) done.back().second.completion->finish();
       } else {
         ++i;
       }

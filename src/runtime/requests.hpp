@@ -10,14 +10,22 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "runtime/gpu.hpp"
 #include "type/registry.hpp"
 
 namespace dtmpi::runtime {
 
+// Work that runs when a request completes (a non-blocking collective's
+// unpacking; owns what must live until then).
+struct Completion {
+  virtual ~Completion() = default;
+  virtual int finish() = 0;  // an MPI error code
+};
+
 struct PendingOp {
-  enum class Kind : uint8_t { kSend, kRecv };
+  enum class Kind : uint8_t { kSend, kRecv, kCompletion };
   Kind kind = Kind::kSend;
   type::PlanPtr plan;  // receive: how to unpack
   int count = 0;       // receive: capacity in elements
@@ -26,6 +34,7 @@ struct PendingOp {
   Staging staging;
   DeviceBuffer device;  // CUDA-aware system MPI: the packed bytes on the GPU
   bool via_device = false;
+  std::shared_ptr<Completion> completion;  // kCompletion
 };
 
 // Nonzero while any request is tracked: the Wait/Test wrappers' fast check.

@@ -176,6 +176,71 @@ TEST(GpuPack, BlockListKernelOnAStridedLayout) {
   MPI_Type_free(&t);
 }
 
+// Many (buffer, type) pieces at once: random types and counts (strided ones
+// batched into launches of up to 32, others one launch each) pack and unpack
+// exactly as the CPU packer does piece by piece.
+TEST(GpuPack, BatchedPiecesMatchTheCpuPacker) {
+  dtmpi::testing::RandomTypes gen(77);
+  std::vector<MPI_Datatype> types;
+  std::vector<dtmpi::type::PlanBuild> plans;
+  struct Where { int64_t user, packed, bytes; int count; };
+  std::vector<Where> at;
+  int64_t user_bytes = 0, packed_bytes = 0;
+  int strided_pieces = 0, other_pieces = 0;
+  while (plans.size() < 70) {
+    MPI_Datatype t = gen.make(3);
+    MPI_Type_commit(&t);
+    auto built = dtmpi::type::build_plan(t);
+    const auto sp = dtmpi::testing::span_of(t, 3);
+    auto offs = dtmpi::testing::typemap_offsets(t, 3);
+    std::sort(offs.begin(), offs.end());
+    const bool overlaps = std::adjacent_find(offs.begin(), offs.end()) != offs.end();  // unpack ill-defined
+    if (!built || overlaps || sp.hi - sp.lo > (1 << 20) || built.value().plan.size == 0) {
+      dtmpi::testing::free_type(t);
+      continue;
+    }
+    const int count = 1 + static_cast<int>(plans.size() % 3);
+    const auto span = dtmpi::testing::span_of(t, count);
+    user_bytes = (user_bytes + 63) / 64 * 64;
+    at.push_back({user_bytes - span.lo, packed_bytes, built.value().plan.size * count, count});
+    user_bytes += span.hi - span.lo;
+    packed_bytes += built.value().plan.size * count;
+    dtmpi::type::StridedPlan whole;
+    const auto& plan = built.value().plan;
+    (plan.is_strided() && plan.strided_for_count(count, whole) && whole.ndims <= 3 ? strided_pieces : other_pieces)++;
+    types.push_back(t);
+    plans.push_back(std::move(built.value()));
+  }
+  std::vector<unsigned char> host(static_cast<size_t>(user_bytes));
+  std::mt19937_64 rng(5);
+  for (auto& b : host) b = static_cast<unsigned char>(rng());
+  std::vector<unsigned char> want(static_cast<size_t>(packed_bytes));
+  for (size_t i = 0; i < plans.size(); ++i)
+    dtmpi::pack::pack_host(plans[i].plan, at[i].count, host.data() + at[i].user, want.data() + at[i].packed);
+  DeviceBuffer dev(static_cast<size_t>(user_bytes)), packed(static_cast<size_t>(packed_bytes));
+  CUDA_OK(cudaMemcpy(dev.get(), host.data(), host.size(), cudaMemcpyHostToDevice));
+  std::vector<dtmpi::pack::DevicePiece> pieces;
+  for (size_t i = 0; i < plans.size(); ++i)
+    pieces.push_back({&plans[i].plan, at[i].count, dev.get() + at[i].user, packed.get() + at[i].packed});
+  int launches = 0;
+  ASSERT_TRUE(dtmpi::pack::pack_pieces_device(pieces.data(), pieces.size(), 0, nullptr, &launches));
+  EXPECT_EQ(launches, (strided_pieces + 31) / 32 + other_pieces);
+  EXPECT_GE(strided_pieces, 33) << "the batch limit is not exercised";
+  std::vector<unsigned char> got(want.size());
+  CUDA_OK(cudaMemcpy(got.data(), packed.get(), got.size(), cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(got == want) << "batched pack";
+  // unpack into a zeroed buffer: equals the CPU unpack of the same bytes
+  std::vector<unsigned char> cpu(host.size(), 0);
+  for (size_t i = 0; i < plans.size(); ++i)
+    dtmpi::pack::unpack_host(plans[i].plan, at[i].count, want.data() + at[i].packed, cpu.data() + at[i].user);
+  CUDA_OK(cudaMemset(dev.get(), 0, host.size()));
+  ASSERT_TRUE(dtmpi::pack::unpack_pieces_device(pieces.data(), pieces.size(), 0, nullptr));
+  std::vector<unsigned char> gpu(host.size());
+  CUDA_OK(cudaMemcpy(gpu.data(), dev.get(), gpu.size(), cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(gpu == cpu) << "batched unpack";
+  for (auto& t : types) dtmpi::testing::free_type(t);
+}
+
 TEST(GpuRuntime, PointerClassification) {
   DeviceBuffer d(4096);
   PinnedBuffer p(4096);

@@ -1,0 +1,184 @@
+// All-to-all collectives and their neighborhood forms, blocking and
+// non-blocking, through the staging path (interpose/coll_staging.hpp) when a
+// buffer is one the system MPI cannot take. One implementation per
+// collective; `req` null selects the blocking form.
+#include "interpose/coll_staging.hpp"
+#include "interpose/export.hpp"
+#include "runtime/real_mpi.hpp"
+#include "transport/engine.hpp"
+
+namespace tp = dtmpi::transport;
+using namespace dtmpi::interpose;
+
+namespace {
+
+int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+             MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  return run_collective(uniform_side(sb, n, sc, st), uniform_side(rb, n, rc, rt),
+                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Ialltoall)(a, ac, at, b, bc, bt, comm, q)
+                                   : REAL(MPI_Alltoall)(a, ac, at, b, bc, bt, comm);
+                        });
+}
+
+int alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc, const int* rd,
+              MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  return run_collective(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
+                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int* ac = s ? s->counts.data() : sc;
+                          const int* ad = s ? s->displs.data() : sd;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const int* bd = r ? r->displs.data() : rd;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Ialltoallv)(a, ac, ad, at, b, bc, bd, bt, comm, q)
+                                   : REAL(MPI_Alltoallv)(a, ac, ad, at, b, bc, bd, bt, comm);
+                        });
+}
+
+int alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb, const int* rc,
+              const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  return run_collective(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
+                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int* ac = s ? s->counts.data() : sc;
+                          const int* ad = s ? s->byte_displs.data() : sd;
+                          const MPI_Datatype* at = s ? s->types.data() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const int* bd = r ? r->byte_displs.data() : rd;
+                          const MPI_Datatype* bt = r ? r->types.data() : rt;
+                          return q ? REAL(MPI_Ialltoallw)(a, ac, ad, at, b, bc, bd, bt, comm, q)
+                                   : REAL(MPI_Alltoallw)(a, ac, ad, at, b, bc, bd, bt, comm);
+                        });
+}
+
+int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                      MPI_Request* req) {
+  tp::poll();
+  int in = 0, out = 0;
+  const bool topo = neighbor_counts(comm, in, out);
+  return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
+                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Ineighbor_alltoall)(a, ac, at, b, bc, bt, comm, q)
+                                   : REAL(MPI_Neighbor_alltoall)(a, ac, at, b, bc, bt, comm);
+                        });
+}
+
+int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
+                       const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  int in = 0, out = 0;
+  const bool topo = neighbor_counts(comm, in, out);
+  return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
+                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int* ac = s ? s->counts.data() : sc;
+                          const int* ad = s ? s->displs.data() : sd;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const int* bd = r ? r->displs.data() : rd;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Ineighbor_alltoallv)(a, ac, ad, at, b, bc, bd, bt, comm, q)
+                                   : REAL(MPI_Neighbor_alltoallv)(a, ac, ad, at, b, bc, bd, bt, comm);
+                        });
+}
+
+int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const MPI_Datatype* st, void* rb,
+                       const int* rc, const MPI_Aint* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  int in = 0, out = 0;
+  const bool topo = neighbor_counts(comm, in, out);
+  return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(), topo ? w_side(rb, in, rc, rd, rt) : no_pieces(),
+                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int* ac = s ? s->counts.data() : sc;
+                          const MPI_Aint* ad = s ? s->aint() : sd;
+                          const MPI_Datatype* at = s ? s->types.data() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const MPI_Aint* bd = r ? r->aint() : rd;
+                          const MPI_Datatype* bt = r ? r->types.data() : rt;
+                          return q ? REAL(MPI_Ineighbor_alltoallw)(a, ac, ad, at, b, bc, bd, bt, comm, q)
+                                   : REAL(MPI_Neighbor_alltoallw)(a, ac, ad, at, b, bc, bd, bt, comm);
+                        });
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                              MPI_Comm comm) {
+  return alltoall(sb, sc, st, rb, rc, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ialltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                               MPI_Comm comm, MPI_Request* req) {
+  return alltoall(sb, sc, st, rb, rc, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
+                               const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+  return alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ialltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
+                                const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  return alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Alltoallw(const void* sb, const int sc[], const int sd[], const MPI_Datatype st[], void* rb,
+                               const int rc[], const int rd[], const MPI_Datatype rt[], MPI_Comm comm) {
+  return alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ialltoallw(const void* sb, const int sc[], const int sd[], const MPI_Datatype st[], void* rb,
+                                const int rc[], const int rd[], const MPI_Datatype rt[], MPI_Comm comm,
+                                MPI_Request* req) {
+  return alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                       MPI_Comm comm) {
+  return neighbor_alltoall(sb, sc, st, rb, rc, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ineighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                        MPI_Comm comm, MPI_Request* req) {
+  return neighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Neighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
+                                        const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+  return neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ineighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
+                                         const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
+                                         MPI_Request* req) {
+  return neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Neighbor_alltoallw(const void* sb, const int sc[], const MPI_Aint sd[], const MPI_Datatype st[],
+                                        void* rb, const int rc[], const MPI_Aint rd[], const MPI_Datatype rt[],
+                                        MPI_Comm comm) {
+  return neighbor_alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ineighbor_alltoallw(const void* sb, const int sc[], const MPI_Aint sd[], const MPI_Datatype st[],
+                                         void* rb, const int rc[], const MPI_Aint rd[], const MPI_Datatype rt[],
+                                         MPI_Comm comm, MPI_Request* req) {
+  return neighbor_alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+}

@@ -1,0 +1,281 @@
+// Gathers, scatters, broadcast and the neighbor allgathers, blocking and
+// non-blocking, through the staging path (interpose/coll_staging.hpp) when a
+// buffer is one the system MPI cannot take. Arguments MPI ignores on a rank
+// (a non-root's receive buffer of a gather, ...) are never looked at.
+#include "interpose/coll_staging.hpp"
+#include "interpose/export.hpp"
+#include "runtime/real_mpi.hpp"
+#include "transport/engine.hpp"
+
+namespace tp = dtmpi::transport;
+using namespace dtmpi::interpose;
+
+namespace {
+
+// A rooted collective's roles on this rank: intracommunicator (root is a
+// rank) or intercommunicator (MPI_ROOT, MPI_PROC_NULL, or a remote rank).
+struct Roles {
+  bool root = false;    // collects (gather) / distributes (scatter, bcast)
+  bool member = false;  // contributes (gather) / receives (scatter, bcast)
+  int me = 0;
+};
+Roles roles_of(MPI_Comm comm, int root) {
+  Roles r;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  PMPI_Comm_rank(comm, &r.me);
+  if (inter) {
+    r.root = root == MPI_ROOT;
+    r.member = root >= 0;
+  } else {
+    r.root = root == r.me;
+    r.member = true;
+  }
+  return r;
+}
+
+int allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+              MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  return run_collective(one_piece(sb, sc, st), uniform_side(rb, n, rc, rt),
+                        sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Iallgather)(a, ac, at, b, bc, bt, comm, q)
+                                   : REAL(MPI_Allgather)(a, ac, at, b, bc, bt, comm);
+                        });
+}
+
+int allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd, MPI_Datatype rt,
+               MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  return run_collective(one_piece(sb, sc, st), v_side(rb, n, rc, rd, rt),
+                        sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const int* bd = r ? r->displs.data() : rd;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Iallgatherv)(a, ac, at, b, bc, bd, bt, comm, q)
+                                   : REAL(MPI_Allgatherv)(a, ac, at, b, bc, bd, bt, comm);
+                        });
+}
+
+int neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                       MPI_Request* req) {
+  tp::poll();
+  int in = 0, out = 0;
+  const bool topo = neighbor_counts(comm, in, out);
+  return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
+                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Ineighbor_allgather)(a, ac, at, b, bc, bt, comm, q)
+                                   : REAL(MPI_Neighbor_allgather)(a, ac, at, b, bc, bt, comm);
+                        });
+}
+
+int neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
+                        MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  int in = 0, out = 0;
+  const bool topo = neighbor_counts(comm, in, out);
+  return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
+                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const int* bd = r ? r->displs.data() : rd;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Ineighbor_allgatherv)(a, ac, at, b, bc, bd, bt, comm, q)
+                                   : REAL(MPI_Neighbor_allgatherv)(a, ac, at, b, bc, bd, bt, comm);
+                        });
+}
+
+int gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
+           MPI_Request* req) {
+  tp::poll();
+  const Roles ro = roles_of(comm, root);
+  const int n = peers_of(comm);
+  return run_collective(ro.member ? one_piece(sb, sc, st) : no_pieces(),
+                        ro.root ? uniform_side(rb, n, rc, rt) : no_pieces(),
+                        ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Igather)(a, ac, at, b, bc, bt, root, comm, q)
+                                   : REAL(MPI_Gather)(a, ac, at, b, bc, bt, root, comm);
+                        });
+}
+
+int gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd, MPI_Datatype rt,
+            int root, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  const Roles ro = roles_of(comm, root);
+  const int n = peers_of(comm);
+  return run_collective(ro.member ? one_piece(sb, sc, st) : no_pieces(),
+                        ro.root ? v_side(rb, n, rc, rd, rt) : no_pieces(),
+                        ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int* bc = r ? r->counts.data() : rc;
+                          const int* bd = r ? r->displs.data() : rd;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Igatherv)(a, ac, at, b, bc, bd, bt, root, comm, q)
+                                   : REAL(MPI_Gatherv)(a, ac, at, b, bc, bd, bt, root, comm);
+                        });
+}
+
+int scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
+            MPI_Request* req) {
+  tp::poll();
+  const Roles ro = roles_of(comm, root);
+  const int n = peers_of(comm);
+  return run_collective(ro.root ? uniform_side(sb, n, sc, st) : no_pieces(),
+                        ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int ac = s ? s->count() : sc;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Iscatter)(a, ac, at, b, bc, bt, root, comm, q)
+                                   : REAL(MPI_Scatter)(a, ac, at, b, bc, bt, root, comm);
+                        });
+}
+
+int scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+             int root, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  const Roles ro = roles_of(comm, root);
+  const int n = peers_of(comm);
+  return run_collective(ro.root ? v_side(sb, n, sc, sd, st) : no_pieces(),
+                        ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          const void* a = s ? s->ptr() : sb;
+                          const int* ac = s ? s->counts.data() : sc;
+                          const int* ad = s ? s->displs.data() : sd;
+                          const MPI_Datatype at = s ? s->type() : st;
+                          void* b = r ? r->ptr() : rb;
+                          const int bc = r ? r->count() : rc;
+                          const MPI_Datatype bt = r ? r->type() : rt;
+                          return q ? REAL(MPI_Iscatterv)(a, ac, ad, at, b, bc, bt, root, comm, q)
+                                   : REAL(MPI_Scatterv)(a, ac, ad, at, b, bc, bt, root, comm);
+                        });
+}
+
+int bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  const Roles ro = roles_of(comm, root);
+  const bool receives = ro.member && !ro.root;
+  return run_collective(ro.root ? one_piece(buf, count, type) : no_pieces(),
+                        receives ? one_piece(buf, count, type) : no_pieces(), InPlace::none(), comm, req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
+                          Staged* x = s ? s : r;
+                          void* b = x ? x->ptr() : buf;
+                          const int c = x ? x->count() : count;
+                          const MPI_Datatype t = x ? x->type() : type;
+                          return q ? REAL(MPI_Ibcast)(b, c, t, root, comm, q) : REAL(MPI_Bcast)(b, c, t, root, comm);
+                        });
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                               MPI_Comm comm) {
+  return allgather(sb, sc, st, rb, rc, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iallgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                MPI_Comm comm, MPI_Request* req) {
+  return allgather(sb, sc, st, rb, rc, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
+                                MPI_Datatype rt, MPI_Comm comm) {
+  return allgatherv(sb, sc, st, rb, rc, rd, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iallgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
+                                 MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  return allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                        MPI_Comm comm) {
+  return neighbor_allgather(sb, sc, st, rb, rc, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ineighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
+                                         MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  return neighbor_allgather(sb, sc, st, rb, rc, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
+                                         const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+  return neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ineighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
+                                          const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  return neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req);
+}
+DTMPI_EXPORT int MPI_Gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                            MPI_Comm comm) {
+  return gather(sb, sc, st, rb, rc, rt, root, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Igather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                             MPI_Comm comm, MPI_Request* req) {
+  return gather(sb, sc, st, rb, rc, rt, root, comm, req);
+}
+DTMPI_EXPORT int MPI_Gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
+                             MPI_Datatype rt, int root, MPI_Comm comm) {
+  return gatherv(sb, sc, st, rb, rc, rd, rt, root, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Igatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
+                              MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req) {
+  return gatherv(sb, sc, st, rb, rc, rd, rt, root, comm, req);
+}
+DTMPI_EXPORT int MPI_Scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                             MPI_Comm comm) {
+  return scatter(sb, sc, st, rb, rc, rt, root, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iscatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                              MPI_Comm comm, MPI_Request* req) {
+  return scatter(sb, sc, st, rb, rc, rt, root, comm, req);
+}
+DTMPI_EXPORT int MPI_Scatterv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb, int rc,
+                              MPI_Datatype rt, int root, MPI_Comm comm) {
+  return scatterv(sb, sc, sd, st, rb, rc, rt, root, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iscatterv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb, int rc,
+                               MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req) {
+  return scatterv(sb, sc, sd, st, rb, rc, rt, root, comm, req);
+}
+DTMPI_EXPORT int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  return bcast(buf, count, type, root, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
+  return bcast(buf, count, type, root, comm, req);
+}

@@ -1,0 +1,186 @@
+// Reductions on buffers the system MPI cannot take (GPU memory; derived types
+// in the host test mode): MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block
+// and their non-blocking forms. A reduction works element by element on the
+// user's own layout, so the buffers are not packed: the span of memory the
+// (count, type) touches is copied to host memory as it is (one DMA copy), the
+// system MPI reduces there with the user's type and op -- predefined or
+// user-defined, any datatype -- and the result span is copied back. Gaps
+// inside the result span keep their bytes: the span is read in first unless
+// the type is contiguous.
+#include <memory>
+
+#include "base/log.hpp"
+#include "interpose/coll_staging.hpp"
+#include "interpose/export.hpp"
+#include "runtime/real_mpi.hpp"
+#include "transport/engine.hpp"
+
+namespace rt = dtmpi::runtime;
+namespace tp = dtmpi::transport;
+using namespace dtmpi::interpose;
+
+namespace {
+
+// The bytes (count, type) touches at `buf`, copied to or from host staging.
+struct Span {
+  void* user = nullptr;
+  rt::PointerInfo info;
+  int64_t lo = 0;  // first byte touched, relative to `user`
+  int64_t bytes = 0;
+  bool contiguous = false;
+  rt::Staging staging;
+  Span() = default;
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+  ~Span() { rt::release_staging(staging); }
+  // What the system MPI is given: the staging buffer where `user` would be.
+  void* mpi_ptr() const { return static_cast<char*>(staging.ptr) - lo; }
+  int device() const { return rt::on_gpu(info) ? info.device : -1; }
+};
+
+// Whether (buf, count, type) must be staged; fills the span.
+bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
+  if (buf == MPI_IN_PLACE) return false;
+  tp::UserBuffer b;
+  if (!must_stage(buf, count, type, b)) return false;
+  MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  PMPI_Type_get_extent(type, &lb, &extent);
+  const int64_t reach = int64_t{count - 1} * extent;
+  s.user = const_cast<void*>(buf);
+  s.info = b.info;
+  s.lo = true_lb + std::min<int64_t>(0, reach);
+  s.bytes = true_lb + true_extent + std::max<int64_t>(0, reach) - s.lo;
+  int64_t offset = 0;
+  s.contiguous = b.plan->contiguous_for_count(count, offset);
+  return true;
+}
+
+int copy_in(Span& s, bool read_user) {
+  auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
+  if (!st) return MPI_ERR_NO_MEM;
+  s.staging = st.value();
+  if (!read_user) return MPI_SUCCESS;
+  auto ok = rt::copy_bytes(s.staging.ptr, static_cast<char*>(s.user) + s.lo, static_cast<size_t>(s.bytes), s.device());
+  if (!ok) {
+    DTMPI_LOG(kError, "copying a reduction buffer to the host failed: %s", ok.error().what.c_str());
+    return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
+// A reduction in flight: its staged input and result; finish() copies the result back.
+struct ReduceCall final : rt::Completion {
+  Span in, out;
+  bool stage_in = false, stage_out = false;
+  int finish() override {
+    if (!stage_out) return MPI_SUCCESS;
+    auto ok = rt::copy_bytes(static_cast<char*>(out.user) + out.lo, out.staging.ptr, static_cast<size_t>(out.bytes),
+                             out.device());
+    if (!ok) {
+      DTMPI_LOG(kError, "copying a reduction result back failed: %s", ok.error().what.c_str());
+      return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
+  }
+};
+
+// Runs a reduction: input (sb, in_count) and result (rb, out_count), either
+// absent (null) where MPI ignores it on this rank; `in_place`: the result
+// buffer holds the input. `call(send, recv, req)` calls the system MPI.
+template <class Call>
+int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool in_place, MPI_Datatype type,
+                  MPI_Comm comm, MPI_Request* req, Call call) {
+  auto c = std::make_shared<ReduceCall>();
+  c->stage_in = sb && needs_span(sb, in_count, type, c->in);
+  c->stage_out = rb && needs_span(rb, out_count, type, c->out);
+  if (!c->stage_in && !c->stage_out) return call(sb, rb, req);
+  rt::count(rt::Counter::kStagedCollectives);
+  int rc = MPI_SUCCESS;
+  if (c->stage_in) rc = copy_in(c->in, true);
+  if (rc == MPI_SUCCESS && c->stage_out) rc = copy_in(c->out, in_place || !c->out.contiguous);
+  if (rc != MPI_SUCCESS) return raise(comm, rc);
+  rc = call(c->stage_in ? c->in.mpi_ptr() : sb, c->stage_out ? c->out.mpi_ptr() : rb, req);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!req) {
+    rc = c->finish();
+    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
+  }
+  rt::PendingOp op;
+  op.kind = rt::PendingOp::Kind::kCompletion;
+  op.completion = std::move(c);
+  rt::track(*req, std::move(op));
+  return MPI_SUCCESS;
+}
+
+bool is_inter(MPI_Comm comm) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  return inter != 0;
+}
+
+int allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
+  tp::poll();
+  return run_reduction(sb, count, rb, count, sb == MPI_IN_PLACE, type, comm, req,
+                       [&](const void* s, void* r, MPI_Request* q) {
+                         return q ? REAL(MPI_Iallreduce)(s, r, count, type, op, comm, q)
+                                  : REAL(MPI_Allreduce)(s, r, count, type, op, comm);
+                       });
+}
+
+int reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+           MPI_Request* req) {
+  tp::poll();
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  const bool inter = is_inter(comm);
+  const bool result_here = inter ? root == MPI_ROOT : root == me;
+  const bool contributes = inter ? root >= 0 : true;
+  return run_reduction(contributes ? sb : nullptr, count, result_here ? rb : nullptr, count,
+                       result_here && sb == MPI_IN_PLACE, type, comm, req, [&](const void* s, void* r, MPI_Request* q) {
+                         // arguments MPI ignores on this rank pass through unchanged
+                         const void* a = contributes ? s : sb;
+                         void* b = result_here ? r : rb;
+                         return q ? REAL(MPI_Ireduce)(a, b, count, type, op, root, comm, q)
+                                  : REAL(MPI_Reduce)(a, b, count, type, op, root, comm);
+                       });
+}
+
+int reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                         MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  const bool in_place = sb == MPI_IN_PLACE;
+  // in place, the result buffer holds all n blocks of input
+  return run_reduction(sb, n * count, rb, in_place ? n * count : count, in_place, type, comm, req,
+                       [&](const void* s, void* r, MPI_Request* q) {
+                         return q ? REAL(MPI_Ireduce_scatter_block)(s, r, count, type, op, comm, q)
+                                  : REAL(MPI_Reduce_scatter_block)(s, r, count, type, op, comm);
+                       });
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return allreduce(sb, rb, count, type, op, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iallreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                MPI_Request* req) {
+  return allreduce(sb, rb, count, type, op, comm, req);
+}
+DTMPI_EXPORT int MPI_Reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root,
+                            MPI_Comm comm) {
+  return reduce(sb, rb, count, type, op, root, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ireduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root,
+                             MPI_Comm comm, MPI_Request* req) {
+  return reduce(sb, rb, count, type, op, root, comm, req);
+}
+DTMPI_EXPORT int MPI_Reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op,
+                                          MPI_Comm comm) {
+  return reduce_scatter_block(sb, rb, count, type, op, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ireduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op,
+                                           MPI_Comm comm, MPI_Request* req) {
+  return reduce_scatter_block(sb, rb, count, type, op, comm, req);
+}

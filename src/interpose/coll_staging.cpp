@@ -1,0 +1,242 @@
+#include "interpose/coll_staging.hpp"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "base/log.hpp"
+#include "transport/transfer.hpp"
+
+namespace rt = dtmpi::runtime;
+namespace tp = dtmpi::transport;
+
+namespace dtmpi::interpose {
+
+Pieces uniform_side(const void* buf, int n, int count, MPI_Datatype type) {
+  if (buf == MPI_IN_PLACE) return Pieces{buf, {}, {}, {}};  // the other arguments are ignored
+  Pieces p{buf, std::vector<int>(static_cast<size_t>(n), count), std::vector<int64_t>(static_cast<size_t>(n), 0),
+           std::vector<MPI_Datatype>(static_cast<size_t>(n), type)};
+  if (count <= 0) return p;
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  for (int i = 0; i < n; ++i) p.displs[static_cast<size_t>(i)] = int64_t{i} * count * extent;
+  return p;
+}
+
+Pieces v_side(const void* buf, int n, const int* counts, const int* displs, MPI_Datatype type) {
+  if (buf == MPI_IN_PLACE) return Pieces{buf, {}, {}, {}};
+  Pieces p{buf, std::vector<int>(counts, counts + n), std::vector<int64_t>(static_cast<size_t>(n), 0),
+           std::vector<MPI_Datatype>(static_cast<size_t>(n), type)};
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  for (int i = 0; i < n; ++i) p.displs[static_cast<size_t>(i)] = int64_t{displs[i]} * extent;
+  return p;
+}
+
+namespace {
+
+char* piece_of(const Pieces& p, int i) {
+  return const_cast<char*>(static_cast<const char*>(p.buf)) + p.displs[static_cast<size_t>(i)];
+}
+
+bool same_memory(const rt::PointerInfo& a, const rt::PointerInfo& b) {
+  return a.kind == b.kind && a.device == b.device;
+}
+
+// Whether `p` must be staged; fills plans and memory. Each distinct type is
+// asked once (a v side asks once) -- except with MPI_BOTTOM, where absolute
+// displacements may reach several memories and every piece is asked.
+bool needs_staging(const Pieces& p, Staged& s) {
+  if (p.buf == MPI_IN_PLACE) return false;
+  const bool every_piece = p.buf == MPI_BOTTOM;
+  bool stage = false;
+  MPI_Datatype asked = MPI_DATATYPE_NULL;
+  const int n = p.size();
+  if (every_piece) s.infos.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n && (every_piece || !stage); ++i) {
+    const MPI_Datatype t = p.types[static_cast<size_t>(i)];
+    if (p.counts[static_cast<size_t>(i)] <= 0 || (!every_piece && t == asked)) continue;
+    asked = t;
+    tp::UserBuffer b;
+    const bool must = must_stage(piece_of(p, i), p.counts[static_cast<size_t>(i)], t, b);
+    if (every_piece) s.infos[static_cast<size_t>(i)] = b.info;
+    if (must && !stage) {
+      stage = true;
+      s.info = b.info;
+    }
+  }
+  if (!stage) return false;
+  if (every_piece) {  // one memory after all: the batched path
+    bool mixed = false;
+    for (int i = 0; i < n; ++i)
+      if (p.counts[static_cast<size_t>(i)] > 0 && !same_memory(s.infos[static_cast<size_t>(i)], s.info)) mixed = true;
+    if (!mixed) s.infos.clear();
+  }
+  s.plans.resize(static_cast<size_t>(n));
+  MPI_Datatype planned = MPI_DATATYPE_NULL;
+  type::PlanPtr plan;
+  for (int i = 0; i < n; ++i) {
+    if (p.counts[static_cast<size_t>(i)] <= 0) continue;
+    const MPI_Datatype t = p.types[static_cast<size_t>(i)];
+    if (t != planned || !plan) {
+      plan = type::plan_for(t);
+      planned = t;
+    }
+    if (!plan) return false;  // a type dtmpi cannot plan: the system MPI takes it all
+    s.plans[static_cast<size_t>(i)] = plan;
+  }
+  return true;
+}
+
+std::vector<rt::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only) {
+  std::vector<rt::PieceRef> refs;
+  for (int i = 0; i < p.size(); ++i) {
+    if (p.counts[static_cast<size_t>(i)] <= 0) continue;
+    if (only.kind == InPlace::kOne && i != only.piece) continue;
+    refs.push_back({s.plans[static_cast<size_t>(i)].get(), p.counts[static_cast<size_t>(i)], piece_of(p, i),
+                    s.byte_displs[static_cast<size_t>(i)]});
+  }
+  return refs;
+}
+
+// Pieces of one side in several memories (MPI_BOTTOM): one pack call each.
+int pack_mixed(const Pieces& p, Staged& s, bool pack) {
+  for (int i = 0; i < p.size(); ++i) {
+    if (p.counts[static_cast<size_t>(i)] <= 0) continue;
+    rt::Staging piece = s.staging;
+    piece.ptr = static_cast<char*>(s.staging.ptr) + s.byte_displs[static_cast<size_t>(i)];
+    const auto& plan = *s.plans[static_cast<size_t>(i)];
+    const auto& info = s.infos[static_cast<size_t>(i)];
+    auto ok = pack ? rt::stage_out(plan, p.counts[static_cast<size_t>(i)], piece_of(p, i), info, piece, false)
+                   : rt::stage_in(plan, p.counts[static_cast<size_t>(i)], piece, piece_of(p, i), info, false);
+    if (!ok) return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
+// A committed contiguous type of `size` bytes (cached; the system MPI frees
+// it at MPI_Finalize).
+MPI_Datatype packed_type(int64_t size) {
+  static std::mutex mu;
+  static std::unordered_map<int64_t, MPI_Datatype> types;
+  std::lock_guard lock(mu);
+  auto it = types.find(size);
+  if (it != types.end()) return it->second;
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  if (PMPI_Type_contiguous(static_cast<int>(size), MPI_BYTE, &t) != MPI_SUCCESS || PMPI_Type_commit(&t) != MPI_SUCCESS)
+    return MPI_DATATYPE_NULL;
+  types.emplace(size, t);
+  return t;
+}
+
+// Lays the pieces out in one staging buffer, packing those `pack` names.
+int stage(const Pieces& p, InPlace pack, Staged& s) {
+  const size_t n = static_cast<size_t>(p.size());
+  s.counts.assign(n, 0);
+  s.displs.assign(n, 0);
+  s.byte_displs.assign(n, 0);
+  s.types.assign(n, MPI_BYTE);
+  int64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    s.byte_displs[i] = static_cast<int>(total);
+    if (p.counts[i] <= 0) continue;
+    const int64_t size = s.plans[i]->size;
+    const int64_t bytes = int64_t{p.counts[i]} * size;
+    if (size > INT32_MAX || bytes > INT32_MAX || total + bytes > INT32_MAX) return MPI_ERR_COUNT;
+    s.counts[i] = p.counts[i];
+    s.displs[i] = size > 0 ? static_cast<int>(total / size) : 0;
+    s.types[i] = packed_type(size);
+    if (s.types[i] == MPI_DATATYPE_NULL) return MPI_ERR_INTERN;
+    total += bytes;
+  }
+  s.total = total;
+  auto st = rt::acquire_staging(static_cast<size_t>(total));
+  if (!st) return MPI_ERR_NO_MEM;
+  s.staging = st.value();
+  if (pack.kind == InPlace::kNone || total == 0) return MPI_SUCCESS;
+  if (!s.infos.empty()) return pack_mixed(p, s, true);
+  const auto refs = piece_refs(p, s, pack);
+  auto ok = rt::stage_out_pieces(refs.data(), refs.size(), s.info, s.staging, total, total > tp::kOneShotLimit);
+  if (!ok) {
+    DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
+    return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
+int unstage(const Pieces& p, Staged& s) {
+  if (s.total == 0) return MPI_SUCCESS;
+  if (!s.infos.empty()) return pack_mixed(p, s, false);
+  const auto refs = piece_refs(p, s, InPlace::none());
+  auto ok = rt::stage_in_pieces(refs.data(), refs.size(), s.staging, s.info, s.total, s.total > tp::kOneShotLimit);
+  if (!ok) {
+    DTMPI_LOG(kError, "unpacking a collective's pieces failed: %s", ok.error().what.c_str());
+    return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+MPI_Datatype Staged::type() const {
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] > 0) return types[i];
+  return MPI_BYTE;
+}
+
+int StagedCall::finish() { return stage_recv ? unstage(recv, rs) : MPI_SUCCESS; }
+
+bool prepare(StagedCall& c, InPlace in_place, int& rc) {
+  c.stage_send = needs_staging(c.send, c.ss);
+  c.stage_recv = needs_staging(c.recv, c.rs);
+  if (!c.stage_send && !c.stage_recv) return false;
+  rt::count(rt::Counter::kStagedCollectives);
+  if (c.stage_send) rc = stage(c.send, InPlace::all(), c.ss);
+  if (rc == MPI_SUCCESS && c.stage_recv) rc = stage(c.recv, in_place, c.rs);
+  return true;
+}
+
+int complete(std::shared_ptr<StagedCall> c, MPI_Comm comm, MPI_Request* request, int rc) {
+  if (rc != MPI_SUCCESS) return rc;  // the system MPI has reported it
+  if (!request) {
+    rc = c->finish();
+    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
+  }
+  rt::PendingOp op;
+  op.kind = rt::PendingOp::Kind::kCompletion;
+  op.completion = std::move(c);
+  rt::track(*request, std::move(op));
+  return MPI_SUCCESS;
+}
+
+int peers_of(MPI_Comm comm) {
+  int n = 0, inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter)
+    PMPI_Comm_remote_size(comm, &n);
+  else
+    PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+bool neighbor_counts(MPI_Comm comm, int& in, int& out) {
+  int kind = MPI_UNDEFINED;
+  PMPI_Topo_test(comm, &kind);
+  int weighted = 0;
+  if (kind == MPI_DIST_GRAPH) return PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted) == MPI_SUCCESS;
+  if (kind == MPI_CART) {
+    int nd = 0;
+    PMPI_Cartdim_get(comm, &nd);
+    in = out = 2 * nd;
+    return true;
+  }
+  if (kind == MPI_GRAPH) {
+    int me = 0;
+    PMPI_Comm_rank(comm, &me);
+    PMPI_Graph_neighbors_count(comm, me, &in);
+    out = in;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace dtmpi::interpose

@@ -1,0 +1,124 @@
+// The staging path shared by every collective on buffers the system MPI
+// cannot take as they are (GPU memory; derived types in the host test mode).
+// A collective is two sides, each a list of pieces (count, type, byte
+// displacement in one buffer). A side that must be staged is packed -- all its
+// pieces with one batched GPU launch -- into one host buffer, back to back;
+// the system MPI moves those bytes as MPI_BYTE; the receiving side is unpacked
+// the same way. A side the system MPI can take is passed as the user gave it.
+// Blocking and non-blocking forms share one implementation per collective:
+// the non-blocking one unpacks when the application's request completes.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "interpose/p2p_route.hpp"
+#include "runtime/gpu.hpp"
+#include "runtime/requests.hpp"
+#include "runtime/stats.hpp"
+#include "type/registry.hpp"
+
+namespace dtmpi::interpose {
+
+// One side of a collective (MPI_IN_PLACE: no pieces): piece i is counts[i] elements of types[i] at byte
+// displacement displs[i] of `buf`.
+struct Pieces {
+  const void* buf = nullptr;
+  std::vector<int> counts;
+  std::vector<int64_t> displs;
+  std::vector<MPI_Datatype> types;
+  int size() const { return static_cast<int>(counts.size()); }
+};
+
+// n pieces of `count` elements each, back to back (alltoall, allgather, ...).
+Pieces uniform_side(const void* buf, int n, int count, MPI_Datatype type);
+// counts[i] elements at displs[i] extents (the v forms).
+Pieces v_side(const void* buf, int n, const int* counts, const int* displs, MPI_Datatype type);
+// counts[i] elements of types[i] at displs[i] bytes (the w forms).
+template <class Displ>
+Pieces w_side(const void* buf, int n, const int* counts, const Displ* displs, const MPI_Datatype* types) {
+  if (buf == MPI_IN_PLACE) return Pieces{buf, {}, {}, {}};
+  return Pieces{buf, std::vector<int>(counts, counts + n), std::vector<int64_t>(displs, displs + n),
+                std::vector<MPI_Datatype>(types, types + n)};
+}
+inline Pieces one_piece(const void* buf, int count, MPI_Datatype type) { return uniform_side(buf, 1, count, type); }
+inline Pieces no_pieces() { return Pieces{}; }
+
+// A staged side: its pieces packed back to back in one host buffer. The
+// system MPI sees each piece as the user's count of a contiguous type of the
+// user type's size (not as bytes): algorithms that split messages into
+// segments of whole elements then split both ends alike when only one end
+// is staged.
+struct Staged {
+  std::vector<type::PlanPtr> plans;
+  std::vector<runtime::PointerInfo> infos;  // per piece when the side spans several memories
+  runtime::PointerInfo info;
+  runtime::Staging staging;
+  std::vector<int> counts;          // elements per piece (the user's counts)
+  std::vector<int> displs;          // in elements of the piece's packed type (the v forms)
+  std::vector<int> byte_displs;     // in bytes (the w forms)
+  std::vector<MPI_Datatype> types;  // per piece: contiguous bytes of the user type's size
+  std::vector<MPI_Aint> aint_displs;
+  int64_t total = 0;
+  Staged() = default;
+  Staged(const Staged&) = delete;
+  Staged& operator=(const Staged&) = delete;
+  ~Staged() { runtime::release_staging(staging); }
+  void* ptr() const { return staging.ptr; }
+  // The uniform and v forms (one type per side): the count of piece 0 and
+  // the side's packed type.
+  int count() const { return counts.empty() ? 0 : counts[0]; }
+  MPI_Datatype type() const;
+  const MPI_Aint* aint() {  // byte displacements as MPI_Aint (Neighbor_alltoallw)
+    aint_displs.assign(byte_displs.begin(), byte_displs.end());
+    return aint_displs.data();
+  }
+};
+
+// Which pieces of the receiving side hold input already (MPI_IN_PLACE):
+// they are packed into the staging buffer before the exchange.
+struct InPlace {
+  enum Kind { kNone, kAll, kOne } kind = kNone;
+  int piece = -1;
+  static InPlace none() { return {}; }
+  static InPlace all() { return {kAll, -1}; }
+  static InPlace one(int i) { return {kOne, i}; }
+};
+
+// A collective in flight: both sides and their staging; finish() unpacks.
+struct StagedCall final : runtime::Completion {
+  Pieces send, recv;
+  Staged ss, rs;
+  bool stage_send = false, stage_recv = false;
+  int finish() override;
+};
+
+// Classifies both sides and stages what must be; false: nothing to stage.
+// Returns an MPI error code in `rc` when staging failed.
+bool prepare(StagedCall& c, InPlace in_place, int& rc);
+// Tracks `request` (non-blocking) or finishes now (blocking).
+int complete(std::shared_ptr<StagedCall> c, MPI_Comm comm, MPI_Request* request, int rc);
+
+// Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`
+// calls the system MPI with a staged side's layout where not null and the
+// user's arguments otherwise; `req` null: the blocking form.
+template <class Call>
+int run_collective(Pieces send, Pieces recv, InPlace in_place, MPI_Comm comm, MPI_Request* request, Call call) {
+  auto c = std::make_shared<StagedCall>();
+  c->send = std::move(send);
+  c->recv = std::move(recv);
+  int rc = MPI_SUCCESS;
+  if (!prepare(*c, in_place, rc)) return call(nullptr, nullptr, request);
+  if (rc != MPI_SUCCESS) return raise(comm, rc);
+  rc = call(c->stage_send ? &c->ss : nullptr, c->stage_recv ? &c->rs : nullptr, request);
+  return complete(std::move(c), comm, request, rc);
+}
+
+// Peers of a collective on `comm` (the remote group of an intercommunicator).
+int peers_of(MPI_Comm comm);
+// In- and out-degree of a communicator with a topology (the neighbor forms).
+bool neighbor_counts(MPI_Comm comm, int& in, int& out);
+
+}  // namespace dtmpi::interpose

@@ -1,0 +1,123 @@
+// Packing and unpacking many pieces of a collective at once (CUDA build):
+// one batched kernel launch for the pieces of a side and one wait, instead of
+// a launch and a wait per piece.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "base/cuda_check.hpp"
+#include "pack/cpu_pack.hpp"
+#include "pack/gpu_pack.hpp"
+#include "runtime/gpu.hpp"
+#include "runtime/gpu_internal.hpp"
+
+namespace dtmpi::runtime {
+namespace {
+
+std::vector<pack::DevicePiece> device_pieces(const PieceRef* pieces, size_t n, char* packed) {
+  std::vector<pack::DevicePiece> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    if (pieces[i].count > 0) out.push_back({pieces[i].plan, pieces[i].count, pieces[i].user, packed + pieces[i].offset});
+  return out;
+}
+
+void pack_on_host(const PieceRef* pieces, size_t n, char* packed) {
+  for (size_t i = 0; i < n; ++i)
+    if (pieces[i].count > 0) pack::pack_host(*pieces[i].plan, pieces[i].count, pieces[i].user, packed + pieces[i].offset);
+}
+
+void unpack_on_host(const PieceRef* pieces, size_t n, const char* packed) {
+  for (size_t i = 0; i < n; ++i)
+    if (pieces[i].count > 0)
+      pack::unpack_host(*pieces[i].plan, pieces[i].count, packed + pieces[i].offset, pieces[i].user);
+}
+
+}  // namespace
+
+Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void* packed, const PointerInfo& pi,
+                   int64_t total) {
+  if (total <= 0) return ok_status();
+  const auto bytes = static_cast<size_t>(total);
+  if (!on_gpu(ui)) {
+    if (!on_gpu(pi)) {
+      pack_on_host(pieces, n, static_cast<char*>(packed));
+      return ok_status();
+    }
+    DeviceScope scope(pi.device);  // host data into device memory: CPU pack into pinned, one copy
+    auto s = stream_for(pi.device);
+    if (!s) return s.error();
+    auto tmp = pinned_pool().acquire(bytes);
+    if (!tmp) return tmp.error();
+    PoolLease lease(pinned_pool(), tmp.value());
+    pack_on_host(pieces, n, static_cast<char*>(lease.get()));
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), bytes, cudaMemcpyHostToDevice, s.value()));
+    return finish(pi.device, s.value());
+  }
+  DeviceScope scope(ui.device);
+  auto s = stream_for(ui.device);
+  if (!s) return s.error();
+  void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed or mapped pinned
+  if (direct) {
+    auto dp = device_pieces(pieces, n, static_cast<char*>(direct));
+    DTMPI_TRY(pack::pack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+    return finish(ui.device, s.value());
+  }
+  auto tmp = device_pool(ui.device).acquire(bytes);  // pageable host: pack on the device, one copy
+  if (!tmp) return tmp.error();
+  PoolLease lease(device_pool(ui.device), tmp.value());
+  auto dp = device_pieces(pieces, n, static_cast<char*>(lease.get()));
+  DTMPI_TRY(pack::pack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), bytes, cudaMemcpyDeviceToHost, s.value()));
+  return finish(ui.device, s.value());
+}
+
+Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const PointerInfo& pi,
+                     const PointerInfo& ui, int64_t total) {
+  if (total <= 0) return ok_status();
+  const auto bytes = static_cast<size_t>(total);
+  if (!on_gpu(ui)) {
+    if (!on_gpu(pi)) {
+      unpack_on_host(pieces, n, static_cast<const char*>(packed));
+      return ok_status();
+    }
+    DeviceScope scope(pi.device);
+    auto s = stream_for(pi.device);
+    if (!s) return s.error();
+    auto tmp = pinned_pool().acquire(bytes);
+    if (!tmp) return tmp.error();
+    PoolLease lease(pinned_pool(), tmp.value());
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, bytes, cudaMemcpyDeviceToHost, s.value()));
+    DTMPI_TRY(finish(pi.device, s.value()));
+    unpack_on_host(pieces, n, static_cast<const char*>(lease.get()));
+    return ok_status();
+  }
+  DeviceScope scope(ui.device);
+  auto s = stream_for(ui.device);
+  if (!s) return s.error();
+  const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
+  if (direct) {
+    auto dp = device_pieces(pieces, n, static_cast<char*>(const_cast<void*>(direct)));
+    DTMPI_TRY(pack::unpack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+    return finish(ui.device, s.value());
+  }
+  auto tmp = device_pool(ui.device).acquire(bytes);
+  if (!tmp) return tmp.error();
+  PoolLease lease(device_pool(ui.device), tmp.value());
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, bytes, cudaMemcpyHostToDevice, s.value()));
+  auto dp = device_pieces(pieces, n, static_cast<char*>(lease.get()));
+  DTMPI_TRY(pack::unpack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+  return finish(ui.device, s.value());
+}
+
+Status stage_out_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, const Staging& staging,
+                        int64_t total, bool via_device) {
+  return pack_pieces(pieces, n, ui, staging.ptr, staging_info(staging, via_device), total);
+}
+
+Status stage_in_pieces(const PieceRef* pieces, size_t n, const Staging& staging, const PointerInfo& ui,
+                       int64_t total, bool via_device) {
+  return unpack_pieces(pieces, n, staging.ptr, staging_info(staging, via_device), ui, total);
+}
+
+}  // namespace dtmpi::runtime

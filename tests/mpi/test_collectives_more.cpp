@@ -1,0 +1,367 @@
+// Every other collective dtmpi takes over -- alltoall, allgather(v), gather(v),
+// scatter(v), bcast, the neighbor allgathers, the reductions and the
+// non-blocking forms -- through dtmpi's staging path (DTMPI_TEST_STAGE_HOST=1
+// stages host buffers of derived types exactly as GPU buffers are staged),
+// against the system MPI doing the same call with the same types (PMPI_*):
+// strided types on one or both sides, MPI_IN_PLACE, every root, zero counts.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dtmpi/dtmpi.h"
+
+namespace {
+
+int rank_of() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size_of() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// Element types with the signature "2 doubles": strided (3 doubles apart),
+// contiguous derived, and named (MPI_DOUBLE, count doubled).
+struct Types {
+  MPI_Datatype strided = MPI_DATATYPE_NULL, contig = MPI_DATATYPE_NULL, vec = MPI_DATATYPE_NULL;
+  Types() {
+    MPI_Type_vector(1, 2, 3, MPI_DOUBLE, &vec);
+    MPI_Type_create_resized(vec, 0, 3 * sizeof(double), &strided);
+    MPI_Type_commit(&strided);
+    MPI_Type_contiguous(2, MPI_DOUBLE, &contig);
+    MPI_Type_commit(&contig);
+  }
+  ~Types() {
+    MPI_Type_free(&strided);
+    MPI_Type_free(&contig);
+    MPI_Type_free(&vec);
+  }
+  // type k (0 strided, 1 contiguous, 2 named), its doubles per extent and count factor
+  MPI_Datatype type(int k) const { return k == 0 ? strided : k == 1 ? contig : MPI_DOUBLE; }
+  static int width(int k) { return k == 0 ? 3 : 2; }  // doubles per logical element
+  static int factor(int k) { return k == 2 ? 2 : 1; }
+};
+
+std::vector<double> filled(size_t n, int me, int salt) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = me * 1e6 + salt * 1e4 + static_cast<double>(i);
+  return v;
+}
+
+// type combinations (send kind, receive kind) tried by each test
+const int kCombos[][2] = {{0, 1}, {1, 0}, {0, 0}, {2, 0}, {0, 2}};
+
+}  // namespace
+
+TEST(MoreCollectives, AlltoallAndInPlace) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  for (auto [sk, rk] : kCombos) {
+    const int c = 5;
+    auto sbuf = filled(static_cast<size_t>(n * c * Types::width(sk) + 1), me, sk);
+    std::vector<double> want(static_cast<size_t>(n * c * Types::width(rk) + 1), -1), got = want;
+    ASSERT_EQ(PMPI_Alltoall(sbuf.data(), c * Types::factor(sk), t.type(sk), want.data(), c * Types::factor(rk),
+                            t.type(rk), MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Alltoall(sbuf.data(), c * Types::factor(sk), t.type(sk), got.data(), c * Types::factor(rk),
+                           t.type(rk), MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << sk << rk;
+  }
+  // in place, strided
+  auto want = filled(static_cast<size_t>(n * 4 * 3), me, 7), got = want;
+  ASSERT_EQ(PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, want.data(), 4, t.strided, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), 4, t.strided, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+  // alltoallv in place with random counts (symmetric, as MPI requires)
+  std::vector<int> counts(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
+  int at = 0;
+  for (int i = 0; i < n; ++i) {
+    counts[static_cast<size_t>(i)] = (me + i) % 3;
+    displs[static_cast<size_t>(i)] = at;
+    at += counts[static_cast<size_t>(i)] + 1;
+  }
+  want = filled(static_cast<size_t>(at * 3), me, 8);
+  got = want;
+  ASSERT_EQ(PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, want.data(), counts.data(),
+                           displs.data(), t.strided, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), counts.data(), displs.data(),
+                          t.strided, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+}
+
+TEST(MoreCollectives, AllgatherAndAllgathervAndInPlace) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  std::mt19937 rng(42);  // same on every rank
+  for (auto [sk, rk] : kCombos) {
+    const int c = 3;
+    auto sbuf = filled(static_cast<size_t>(c * Types::width(sk)), me, sk);
+    std::vector<double> want(static_cast<size_t>(n * c * Types::width(rk) + 2), -1), got = want;
+    ASSERT_EQ(PMPI_Allgather(sbuf.data(), c * Types::factor(sk), t.type(sk), want.data(), c * Types::factor(rk),
+                             t.type(rk), MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allgather(sbuf.data(), c * Types::factor(sk), t.type(sk), got.data(), c * Types::factor(rk),
+                            t.type(rk), MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want);
+    // v form: rank i contributes (i + round) % 3 elements (zero for some), gaps between pieces
+    std::vector<int> rc(static_cast<size_t>(n)), rd(static_cast<size_t>(n));
+    int at = 0;
+    for (int i = 0; i < n; ++i) {
+      rc[static_cast<size_t>(i)] = static_cast<int>((i + rng()) % 3) * Types::factor(rk);
+      rd[static_cast<size_t>(i)] = at + 1;
+      at += rc[static_cast<size_t>(i)] + 2;
+    }
+    const int mine = rc[static_cast<size_t>(me)] / Types::factor(rk) * Types::factor(sk);
+    want.assign(static_cast<size_t>(at * Types::width(rk)), -1);
+    got = want;
+    ASSERT_EQ(PMPI_Allgatherv(sbuf.data(), mine, t.type(sk), want.data(), rc.data(), rd.data(), t.type(rk),
+                              MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allgatherv(sbuf.data(), mine, t.type(sk), got.data(), rc.data(), rd.data(), t.type(rk),
+                             MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want);
+  }
+  auto want = filled(static_cast<size_t>(n * 2 * 3), me, 9), got = want;
+  ASSERT_EQ(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, want.data(), 2, t.strided, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), 2, t.strided, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+}
+
+TEST(MoreCollectives, GatherScatterAtEveryRoot) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  for (int root = 0; root < n; ++root) {
+    for (auto [sk, rk] : kCombos) {
+      const int c = 4;
+      auto sbuf = filled(static_cast<size_t>(n * c * Types::width(sk) + 1), me, root);
+      std::vector<double> want(static_cast<size_t>(n * c * Types::width(rk) + 1), -1), got = want;
+      ASSERT_EQ(PMPI_Gather(sbuf.data(), c * Types::factor(sk), t.type(sk), want.data(), c * Types::factor(rk),
+                            t.type(rk), root, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Gather(sbuf.data(), c * Types::factor(sk), t.type(sk), got.data(), c * Types::factor(rk),
+                           t.type(rk), root, MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(got, want) << "gather root " << root;
+      want.assign(want.size(), -1);
+      got = want;
+      ASSERT_EQ(PMPI_Scatter(sbuf.data(), c * Types::factor(sk), t.type(sk), want.data(), c * Types::factor(rk),
+                             t.type(rk), root, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Scatter(sbuf.data(), c * Types::factor(sk), t.type(sk), got.data(), c * Types::factor(rk),
+                            t.type(rk), root, MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(got, want) << "scatter root " << root;
+      // v forms: rank i's piece has i % 3 elements, reversed order in the buffer
+      std::vector<int> cnt(static_cast<size_t>(n)), dsp(static_cast<size_t>(n));
+      int at = 0;
+      for (int i = n - 1; i >= 0; --i) {
+        cnt[static_cast<size_t>(i)] = (i % 3) * Types::factor(rk);
+        dsp[static_cast<size_t>(i)] = at;
+        at += cnt[static_cast<size_t>(i)] + 1;
+      }
+      const int mine = (me % 3) * Types::factor(sk);
+      std::vector<double> vwant(static_cast<size_t>(at * Types::width(rk) + 1), -1), vgot = vwant;
+      ASSERT_EQ(PMPI_Gatherv(sbuf.data(), mine, t.type(sk), vwant.data(), cnt.data(), dsp.data(), t.type(rk), root,
+                             MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Gatherv(sbuf.data(), mine, t.type(sk), vgot.data(), cnt.data(), dsp.data(), t.type(rk), root,
+                            MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(vgot, vwant) << "gatherv root " << root;
+      // scatterv: the root's pieces in its receive kind's layout, each rank receiving in its send kind
+      auto vsrc = filled(vwant.size(), me, 3);
+      want.assign(want.size(), -1);
+      got = want;
+      ASSERT_EQ(PMPI_Scatterv(vsrc.data(), cnt.data(), dsp.data(), t.type(rk), want.data(), mine, t.type(sk), root,
+                              MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Scatterv(vsrc.data(), cnt.data(), dsp.data(), t.type(rk), got.data(), mine, t.type(sk), root,
+                             MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(got, want) << "scatterv root " << root;
+    }
+    // in place at the root
+    auto want = filled(static_cast<size_t>(n * 2 * 3), me, 11), got = want;
+    const void* s = me == root ? MPI_IN_PLACE : want.data() + 6 * me;
+    ASSERT_EQ(PMPI_Gather(s, 2, t.strided, want.data(), 2, t.strided, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    s = me == root ? MPI_IN_PLACE : got.data() + 6 * me;
+    ASSERT_EQ(MPI_Gather(s, 2, t.strided, got.data(), 2, t.strided, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "gather in place, root " << root;
+  }
+}
+
+// Bcast from every root; the root's type strided, the others' contiguous
+// (same element size), including a message large enough to be segmented.
+TEST(MoreCollectives, BcastFromEveryRoot) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  for (int count : {1, 7, 300000}) {
+    for (int root = 0; root < n; ++root) {
+      const int k = me == root ? 0 : 1;
+      auto want = filled(static_cast<size_t>(count * Types::width(k)), me, root), got = want;
+      ASSERT_EQ(PMPI_Bcast(want.data(), count, t.type(k), root, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Bcast(got.data(), count, t.type(k), root, MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(got, want) << count << " from " << root;
+    }
+  }
+}
+
+TEST(MoreCollectives, NeighborAllgathers) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
+  MPI_Comm ring;
+  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
+                                           MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
+  auto sbuf = filled(9, me, 1);
+  std::vector<double> want(40, -1), got = want;
+  ASSERT_EQ(PMPI_Neighbor_allgather(sbuf.data(), 3, t.strided, want.data(), 3, t.contig, ring), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Neighbor_allgather(sbuf.data(), 3, t.strided, got.data(), 3, t.contig, ring), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+  const int rc[2] = {3, 3}, rd[2] = {7, 1};
+  want.assign(40, -1);
+  got = want;
+  ASSERT_EQ(PMPI_Neighbor_allgatherv(sbuf.data(), 3, t.contig, want.data(), rc, rd, t.strided, ring), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Neighbor_allgatherv(sbuf.data(), 3, t.contig, got.data(), rc, rd, t.strided, ring), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+  std::vector<double> awant(40, -1), agot = awant;
+  ASSERT_EQ(PMPI_Neighbor_alltoall(sbuf.data(), 1, t.strided, awant.data(), 1, t.strided, ring), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Neighbor_alltoall(sbuf.data(), 1, t.strided, agot.data(), 1, t.strided, ring), MPI_SUCCESS);
+  EXPECT_EQ(agot, awant);
+  MPI_Comm_free(&ring);
+}
+
+namespace {
+// A user-defined op (max of absolute values) on doubles.
+// Elements of 2 doubles laid out as the type says (MPI hands user ops the
+// user's layout, gaps included).
+int doubles_apart(MPI_Datatype* t) {
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(*t, &lb, &extent);
+  return static_cast<int>(extent / static_cast<MPI_Aint>(sizeof(double)));
+}
+void absmax(void* in, void* inout, int* len, MPI_Datatype* t) {
+  auto* a = static_cast<double*>(in);
+  auto* b = static_cast<double*>(inout);
+  const int w = doubles_apart(t);
+  for (int i = 0; i < *len; ++i)
+    for (int k = 0; k < 2; ++k) b[i * w + k] = std::max(std::abs(a[i * w + k]), std::abs(b[i * w + k]));
+}
+// A sum as a user-defined op: MPI's predefined ops take only predefined
+// types (Open MPI refuses derived ones), and the host test mode stages
+// derived types only; predefined ops on GPU memory are tested on the GPU.
+void sum2(void* in, void* inout, int* len, MPI_Datatype* t) {
+  auto* a = static_cast<double*>(in);
+  auto* b = static_cast<double*>(inout);
+  const int w = doubles_apart(t);
+  for (int i = 0; i < *len; ++i)
+    for (int k = 0; k < 2; ++k) b[i * w + k] += a[i * w + k];
+}
+}  // namespace
+
+// Reductions on a strided type (the gaps must keep their bytes), in place,
+// every root.
+TEST(MoreCollectives, Reductions) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  MPI_Op user, sum;
+  MPI_Op_create(absmax, 1, &user);
+  MPI_Op_create(sum2, 1, &sum);
+  for (MPI_Op op : {sum, user}) {
+    const int c = 6;
+    auto sbuf = filled(static_cast<size_t>(c * 3), me, 1);
+    std::vector<double> want(static_cast<size_t>(c * 3), -5), got = want;
+    ASSERT_EQ(PMPI_Allreduce(sbuf.data(), want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(sbuf.data(), got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want);
+    want = sbuf;
+    got = sbuf;
+    ASSERT_EQ(PMPI_Allreduce(MPI_IN_PLACE, want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want);
+    for (int root = 0; root < n; ++root) {
+      want.assign(want.size(), -5);
+      got = want;
+      ASSERT_EQ(PMPI_Reduce(sbuf.data(), want.data(), c, t.strided, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Reduce(sbuf.data(), got.data(), c, t.strided, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(got, want) << "root " << root;
+      want = sbuf;
+      got = sbuf;
+      const bool r = me == root;
+      ASSERT_EQ(PMPI_Reduce(r ? MPI_IN_PLACE : want.data(), r ? want.data() : nullptr, c, t.strided, op, root,
+                            MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Reduce(r ? MPI_IN_PLACE : got.data(), r ? got.data() : nullptr, c, t.strided, op, root,
+                           MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_EQ(got, want) << "in place, root " << root;
+    }
+    auto big = filled(static_cast<size_t>(n * 2 * 3), me, 2);
+    want.assign(6, -5);
+    got = want;
+    ASSERT_EQ(PMPI_Reduce_scatter_block(big.data(), want.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_scatter_block(big.data(), got.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want);
+    want = big;
+    got = big;
+    ASSERT_EQ(PMPI_Reduce_scatter_block(MPI_IN_PLACE, want.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_scatter_block(MPI_IN_PLACE, got.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(std::vector<double>(got.begin(), got.begin() + 6), std::vector<double>(want.begin(), want.begin() + 6));
+  }
+  MPI_Op_free(&user);
+  MPI_Op_free(&sum);
+}
+
+// Non-blocking forms: several in flight at once, completed by one Waitall,
+// results unpacked at completion.
+TEST(MoreCollectives, NonBlockingFormsInFlightTogether) {
+  const int me = rank_of(), n = size_of();
+  Types t;
+  auto sbuf = filled(static_cast<size_t>(n * 4 * 3), me, 5);
+  std::vector<double> w1(static_cast<size_t>(n * 4 * 3), -1), g1 = w1, w2 = w1, g2 = w1, w3(12, -1), g3 = w3,
+                                                             w4(12, -1), g4 = w4;
+  auto w5 = filled(30, me, 6), g5 = w5;
+  PMPI_Alltoall(sbuf.data(), 4, t.strided, w1.data(), 4, t.contig, MPI_COMM_WORLD);
+  PMPI_Allgather(sbuf.data(), 4, t.contig, w2.data(), 4, t.strided, MPI_COMM_WORLD);
+  MPI_Op sum;
+  MPI_Op_create(sum2, 1, &sum);
+  PMPI_Allreduce(sbuf.data(), w3.data(), 4, t.strided, sum, MPI_COMM_WORLD);
+  PMPI_Scatter(sbuf.data(), 4, t.strided, w4.data(), 4, t.strided, n - 1, MPI_COMM_WORLD);
+  PMPI_Bcast(w5.data(), 10, t.strided, 0, MPI_COMM_WORLD);
+  MPI_Request reqs[5];
+  ASSERT_EQ(MPI_Ialltoall(sbuf.data(), 4, t.strided, g1.data(), 4, t.contig, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Iallgather(sbuf.data(), 4, t.contig, g2.data(), 4, t.strided, MPI_COMM_WORLD, &reqs[1]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Iallreduce(sbuf.data(), g3.data(), 4, t.strided, sum, MPI_COMM_WORLD, &reqs[2]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Iscatter(sbuf.data(), 4, t.strided, g4.data(), 4, t.strided, n - 1, MPI_COMM_WORLD, &reqs[3]),
+            MPI_SUCCESS);
+  ASSERT_EQ(MPI_Ibcast(g5.data(), 10, t.strided, 0, MPI_COMM_WORLD, &reqs[4]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Waitall(5, reqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  EXPECT_EQ(g1, w1);
+  EXPECT_EQ(g2, w2);
+  EXPECT_EQ(g3, w3);
+  EXPECT_EQ(g4, w4);
+  EXPECT_EQ(g5, w5);
+  // one more, completed by MPI_Test polling
+  std::vector<double> w6(static_cast<size_t>(n * 4 * 3), -1), g6 = w6;
+  std::vector<int> cnt(static_cast<size_t>(n), 4), dsp(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) dsp[static_cast<size_t>(i)] = 4 * i;
+  PMPI_Alltoallv(sbuf.data(), cnt.data(), dsp.data(), t.strided, w6.data(), cnt.data(), dsp.data(), t.strided,
+                 MPI_COMM_WORLD);
+  MPI_Request r;
+  ASSERT_EQ(MPI_Ialltoallv(sbuf.data(), cnt.data(), dsp.data(), t.strided, g6.data(), cnt.data(), dsp.data(),
+                           t.strided, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+  for (int flag = 0; !flag;) ASSERT_EQ(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  EXPECT_EQ(g6, w6);
+  MPI_Op_free(&sum);
+}
+
+// Zero counts cost nothing (no staging) and the calls above were staged.
+TEST(MoreCollectives, StagingPathWasTakenAndZeroCountsSkipIt) {
+  auto staged = [] {
+    const std::string s = dtmpi_stats();
+    const auto at = s.find("staged collectives ");
+    return at == std::string::npos ? 0ull : std::strtoull(s.c_str() + at + 19, nullptr, 10);
+  };
+  const auto before = staged();
+  EXPECT_GE(before, 30u);
+  Types t;
+  double x = 0;
+  ASSERT_EQ(MPI_Bcast(&x, 0, t.strided, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, &x, 0, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(staged(), before);
+}

@@ -1,0 +1,242 @@
+// Collectives on GPU buffers through dtmpi (the system MPI of the test
+// machines is not CUDA-aware), against the system MPI doing the same call on
+// host copies of the same data (PMPI_*): strided and named types, device to
+// device and mixed host/device ends, every root, in place, reductions with
+// predefined and user-defined ops, non-blocking forms. Skipped without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dtmpi/dtmpi.h"
+
+namespace {
+
+int rank_of() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size_of() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// A device copy of a host vector of doubles.
+struct Dev {
+  double* p = nullptr;
+  size_t n = 0;
+  explicit Dev(const std::vector<double>& h) : n(h.size()) {
+    cudaMalloc(&p, n * sizeof(double) + 8);
+    cudaMemcpy(p, h.data(), n * sizeof(double), cudaMemcpyHostToDevice);
+  }
+  ~Dev() { cudaFree(p); }
+  std::vector<double> get() const {
+    std::vector<double> h(n);
+    cudaMemcpy(h.data(), p, n * sizeof(double), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+std::vector<double> filled(size_t n, int me, int salt) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = me * 1e6 + salt * 1e4 + static_cast<double>(i % 9973);
+  return v;
+}
+
+struct Strided {  // 2 of every 3 doubles
+  MPI_Datatype t = MPI_DATATYPE_NULL, vec = MPI_DATATYPE_NULL;
+  Strided() {
+    MPI_Type_vector(1, 2, 3, MPI_DOUBLE, &vec);
+    MPI_Type_create_resized(vec, 0, 3 * sizeof(double), &t);
+    MPI_Type_commit(&t);
+  }
+  ~Strided() {
+    MPI_Type_free(&t);
+    MPI_Type_free(&vec);
+  }
+};
+
+}  // namespace
+
+TEST(GpuCollectives, AlltoallAllgatherGatherScatterBcast) {
+  const int me = rank_of(), n = size_of();
+  Strided s;
+  const int c = 5000;  // elements of 2 doubles per piece
+  auto src = filled(static_cast<size_t>(n * c * 3), me, 1);
+  Dev dsrc(src);
+  {  // alltoall, strided device -> named device
+    std::vector<double> want(static_cast<size_t>(n * c * 2), -1);
+    Dev d(want);
+    ASSERT_EQ(PMPI_Alltoall(src.data(), c, s.t, want.data(), 2 * c, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Alltoall(dsrc.p, c, s.t, d.p, 2 * c, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(d.get() == want) << "alltoall";
+  }
+  {  // allgather, named device -> strided device; then in place
+    std::vector<double> want(static_cast<size_t>(n * c * 3), -1);
+    Dev d(want);
+    ASSERT_EQ(PMPI_Allgather(src.data(), 2 * c, MPI_DOUBLE, want.data(), c, s.t, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allgather(dsrc.p, 2 * c, MPI_DOUBLE, d.p, c, s.t, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(d.get() == want) << "allgather";
+    auto inplace = filled(want.size(), me, 2);
+    Dev di(inplace);
+    ASSERT_EQ(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, inplace.data(), c, s.t, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, di.p, c, s.t, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(di.get() == inplace) << "allgather in place";
+  }
+  for (int root = 0; root < n; ++root) {
+    std::vector<double> want(static_cast<size_t>(n * c * 3), -1), hgot = want;
+    Dev d(want);
+    // gather: device send, device receive at the root
+    ASSERT_EQ(PMPI_Gather(src.data(), c, s.t, want.data(), c, s.t, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Gather(dsrc.p, c, s.t, d.p, c, s.t, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(d.get() == want) << "gather root " << root;
+    // scatter: device root, host receivers
+    std::vector<double> swant(static_cast<size_t>(c * 2), -1), sgot = swant;
+    ASSERT_EQ(PMPI_Scatter(src.data(), c, s.t, swant.data(), 2 * c, MPI_DOUBLE, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Scatter(dsrc.p, c, s.t, sgot.data(), 2 * c, MPI_DOUBLE, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(sgot == swant) << "scatter root " << root;
+    // gatherv with uneven counts
+    std::vector<int> cnt(static_cast<size_t>(n)), dsp(static_cast<size_t>(n));
+    for (int i = 0, at = 0; i < n; ++i) {
+      cnt[static_cast<size_t>(i)] = c / (i + 1);
+      dsp[static_cast<size_t>(i)] = at;
+      at += cnt[static_cast<size_t>(i)] + 3;
+    }
+    std::vector<double> vwant(want.size(), -1);
+    Dev dv(vwant);
+    ASSERT_EQ(PMPI_Gatherv(src.data(), cnt[static_cast<size_t>(me)], s.t, vwant.data(), cnt.data(), dsp.data(), s.t,
+                           root, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Gatherv(dsrc.p, cnt[static_cast<size_t>(me)], s.t, dv.p, cnt.data(), dsp.data(), s.t, root,
+                          MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(dv.get() == vwant) << "gatherv root " << root;
+    // bcast: strided device buffers everywhere, then a contiguous 8 MiB one
+    auto b = filled(static_cast<size_t>(c * 3), me, 3);
+    Dev db(b);
+    ASSERT_EQ(PMPI_Bcast(b.data(), c, s.t, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Bcast(db.p, c, s.t, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(db.get() == b) << "bcast root " << root;
+    auto big = filled(size_t{1} << 20, me, 4);
+    Dev dbig(big);
+    ASSERT_EQ(PMPI_Bcast(big.data(), 1 << 20, MPI_DOUBLE, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Bcast(dbig.p, 1 << 20, MPI_DOUBLE, root, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(dbig.get() == big) << "bcast 8 MiB root " << root;
+  }
+}
+
+TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
+  const int me = rank_of(), n = size_of();
+  Strided s;
+  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
+  MPI_Comm ring;
+  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
+                                           MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
+  auto src = filled(30000, me, 5);
+  Dev dsrc(src);
+  std::vector<double> want(30000, -1);
+  Dev d(want);
+  ASSERT_EQ(PMPI_Neighbor_alltoall(src.data(), 4000, s.t, want.data(), 4000, s.t, ring), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Neighbor_alltoall(dsrc.p, 4000, s.t, d.p, 4000, s.t, ring), MPI_SUCCESS);
+  EXPECT_TRUE(d.get() == want) << "neighbor_alltoall";
+  std::vector<double> gwant(30000, -1);
+  Dev dg(gwant);
+  ASSERT_EQ(PMPI_Neighbor_allgather(src.data(), 3000, s.t, gwant.data(), 6000, MPI_DOUBLE, ring), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Neighbor_allgather(dsrc.p, 3000, s.t, dg.p, 6000, MPI_DOUBLE, ring), MPI_SUCCESS);
+  EXPECT_TRUE(dg.get() == gwant) << "neighbor_allgather";
+  const MPI_Aint sd[2] = {0, 8 * 4000}, rd[2] = {8 * 100, 8 * 5000};
+  std::vector<double> wwant(30000, -1);
+  Dev dw(wwant);
+  // with 2 ranks both neighbours are one process: counts pair up as (left, right)
+  if (n == 2) {
+    const int sc_[2] = {1000, 2000}, rc_[2] = {2000, 1000};
+    const MPI_Datatype st_[2] = {s.t, MPI_DOUBLE}, rt_[2] = {MPI_DOUBLE, s.t};
+    ASSERT_EQ(PMPI_Neighbor_alltoallw(src.data(), sc_, sd, st_, wwant.data(), rc_, rd, rt_, ring), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Neighbor_alltoallw(dsrc.p, sc_, sd, st_, dw.p, rc_, rd, rt_, ring), MPI_SUCCESS);
+    EXPECT_TRUE(dw.get() == wwant) << "neighbor_alltoallw";
+  }
+  MPI_Comm_free(&ring);
+}
+
+namespace {
+void absmax(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<double*>(in);
+  auto* b = static_cast<double*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = std::max(std::abs(a[i]), std::abs(b[i]));
+}
+}  // namespace
+
+TEST(GpuCollectives, ReductionsOnDeviceBuffers) {
+  const int me = rank_of(), n = size_of();
+  const int c = 100000;
+  auto src = filled(static_cast<size_t>(n * c), me, 6);
+  for (size_t i = 0; i < src.size(); i += 7) src[i] = -src[i];
+  Dev dsrc(src);
+  MPI_Op user;
+  MPI_Op_create(absmax, 1, &user);
+  for (MPI_Op op : {MPI_SUM, MPI_MAX, user}) {
+    std::vector<double> want(static_cast<size_t>(c), -1);
+    Dev d(want);
+    ASSERT_EQ(PMPI_Allreduce(src.data(), want.data(), c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(dsrc.p, d.p, c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(d.get() == want) << "allreduce";
+    auto inplace = src;
+    Dev di(inplace);
+    ASSERT_EQ(PMPI_Allreduce(MPI_IN_PLACE, inplace.data(), c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, di.p, c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(di.get() == inplace) << "allreduce in place";
+    for (int root = 0; root < n; ++root) {
+      std::vector<double> rw(static_cast<size_t>(c), -1);
+      Dev dr(rw);
+      ASSERT_EQ(PMPI_Reduce(src.data(), rw.data(), c, MPI_DOUBLE, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Reduce(dsrc.p, dr.p, c, MPI_DOUBLE, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_TRUE(dr.get() == rw) << "reduce root " << root;
+    }
+    std::vector<double> sw(static_cast<size_t>(c), -1);
+    Dev ds(sw);
+    ASSERT_EQ(PMPI_Reduce_scatter_block(src.data(), sw.data(), c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_scatter_block(dsrc.p, ds.p, c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(ds.get() == sw) << "reduce_scatter_block";
+  }
+  // integers, MPI_BAND, device send buffer and host result
+  std::vector<int> iv(1000), iw(1000), ig(1000);
+  for (int i = 0; i < 1000; ++i) iv[static_cast<size_t>(i)] = (i * 2654435761u) ^ me;
+  int* di = nullptr;
+  cudaMalloc(&di, iv.size() * sizeof(int));
+  cudaMemcpy(di, iv.data(), iv.size() * sizeof(int), cudaMemcpyHostToDevice);
+  ASSERT_EQ(PMPI_Allreduce(iv.data(), iw.data(), 1000, MPI_INT, MPI_BAND, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allreduce(di, ig.data(), 1000, MPI_INT, MPI_BAND, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(ig, iw);
+  cudaFree(di);
+  MPI_Op_free(&user);
+}
+
+TEST(GpuCollectives, NonBlockingOnDeviceBuffers) {
+  const int me = rank_of(), n = size_of();
+  Strided s;
+  const int c = 3000;
+  auto src = filled(static_cast<size_t>(n * c * 3), me, 7);
+  Dev dsrc(src);
+  std::vector<double> w1(static_cast<size_t>(n * c * 3), -1), w2(static_cast<size_t>(c * 3), -1);
+  auto w3 = filled(static_cast<size_t>(c * 3), me, 8);
+  Dev d1(w1), d2(w2), d3(w3);
+  std::vector<int> cnt(static_cast<size_t>(n), c), dsp(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) dsp[static_cast<size_t>(i)] = c * i;
+  ASSERT_EQ(PMPI_Alltoallv(src.data(), cnt.data(), dsp.data(), s.t, w1.data(), cnt.data(), dsp.data(), s.t,
+                           MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Allreduce(src.data(), w2.data(), c * 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Bcast(w3.data(), c, s.t, n - 1, MPI_COMM_WORLD), MPI_SUCCESS);
+  MPI_Request r[3];
+  ASSERT_EQ(MPI_Ialltoallv(dsrc.p, cnt.data(), dsp.data(), s.t, d1.p, cnt.data(), dsp.data(), s.t, MPI_COMM_WORLD,
+                           &r[0]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Iallreduce(dsrc.p, d2.p, c * 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r[1]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Ibcast(d3.p, c, s.t, n - 1, MPI_COMM_WORLD, &r[2]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Waitall(3, r, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  EXPECT_TRUE(d1.get() == w1) << "ialltoallv";
+  EXPECT_TRUE(d2.get() == w2) << "iallreduce";
+  EXPECT_TRUE(d3.get() == w3) << "ibcast";
+}
