@@ -2,6 +2,9 @@
 //   dtmpi-bench pack [--quick] [--filter S]   CPU MPI_Pack: system MPI vs dtmpi vs memcpy
 //   dtmpi-bench pack --gpu [--quick] [--csv F] GPU MPI_Pack vs per-block/2D copies vs one copy
 //   dtmpi-bench latency             8-byte ping-pong through dtmpi vs direct (2 ranks)
+//   dtmpi-bench halo [--gpu] [--size N] [--radius R] [--quantities Q] [--pitch B] [--iters K] [--csv F]
+//                                   3D halo exchange (26 neighbours, subarray types): isend / alltoallv /
+//                                   alltoallw variants, system MPI vs dtmpi vs the packed-bytes limit
 //   dtmpi-bench placement [--quick]         3D stencil rank grids: inter-node weight before/after placement
 //   dtmpi-bench model [--quick] [--csv F]     auto vs every forced method over >= 200 cases (2 ranks, GPU)
 //   dtmpi-bench pingpong --gpu [--quick] [--csv F] [--filter S]  2D/3D objects on device buffers: each method, auto,
@@ -15,6 +18,7 @@ namespace dtmpi::bench {
 int bench_pack(int argc, char** argv);
 int bench_latency(int argc, char** argv);
 int bench_placement(int argc, char** argv);
+int bench_halo(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
 int bench_gpu_pingpong(int argc, char** argv);
@@ -53,6 +57,8 @@ int main(int argc, char** argv) {
     rc = dtmpi::bench::bench_pack(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "placement") == 0)
     rc = dtmpi::bench::bench_placement(argc - 1, argv + 1);
+  else if (argc > 1 && std::strcmp(argv[1], "halo") == 0)
+    rc = dtmpi::bench::bench_halo(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "latency") == 0)
     rc = dtmpi::bench::bench_latency(argc - 1, argv + 1);
   else

@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks|model] [--quick]
+#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks|model|halo] [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -51,6 +51,16 @@ if [ "$what" = all ] || [ "$what" = model ]; then
   mpiexec -n 2 $build/tools/dtmpi-measure $quick 2>&1 | tr '\r' '\n' | grep -v "s left" | tee "$out/dtmpi-measure.txt"
   cp "$DTMPI_CACHE_DIR"/model-*.json "$DTMPI_CACHE_DIR"/model-*.decisions.csv "$out/" 2>/dev/null
   mpiexec -n 2 $build/bench/dtmpi-bench model $quick --csv "$out/gpu-model.csv" | tee "$out/gpu-model.txt" | tail -3
+fi
+
+if [ "$what" = all ] || [ "$what" = halo ]; then
+  iters=5; [ "$quick" = --quick ] && iters=2
+  step "dtmpi-bench halo --gpu (256^3, radius 3, 8 quantities, pitch 512 B): 2 ranks on 2 GPUs"
+  mpiexec -n 2 $build/bench/dtmpi-bench halo --gpu --iters $iters --csv "$out/halo-gpu-2ranks-2gpus.csv" \
+    | tee "$out/halo-gpu-2ranks-2gpus.txt"
+  step "dtmpi-bench halo --gpu: 1 rank on 1 GPU (every neighbour is the rank itself)"
+  CUDA_VISIBLE_DEVICES=0 mpiexec -n 1 $build/bench/dtmpi-bench halo --gpu --iters $iters \
+    --csv "$out/halo-gpu-1rank-1gpu.csv" | tee "$out/halo-gpu-1rank-1gpu.txt"
 fi
 
 if [ "$what" = chunks ]; then

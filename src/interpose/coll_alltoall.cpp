@@ -2,6 +2,7 @@
 // non-blocking, through the staging path (interpose/coll_staging.hpp) when a
 // buffer is one the system MPI cannot take. One implementation per
 // collective; `req` null selects the blocking form.
+#include "interpose/coll_p2p.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/real_mpi.hpp"
@@ -11,6 +12,18 @@ namespace tp = dtmpi::transport;
 using namespace dtmpi::interpose;
 
 namespace {
+
+// The point-to-point form (interpose/coll_p2p.hpp) of a blocking call, when it
+// applies: every rank to every rank, or along the topology's neighbours.
+bool p2p_everyone(MPI_Comm comm, const void* sb, MPI_Request* req, std::vector<int>& peers) {
+  if (req || sb == MPI_IN_PLACE || !p2p_collectives(comm)) return false;
+  peers.resize(static_cast<size_t>(peers_of(comm)));
+  for (size_t i = 0; i < peers.size(); ++i) peers[i] = static_cast<int>(i);
+  return true;
+}
+bool p2p_neighbors(MPI_Comm comm, MPI_Request* req, std::vector<int>& sources, std::vector<int>& dests) {
+  return !req && p2p_collectives(comm) && neighbor_lists(comm, sources, dests);
+}
 
 int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
              MPI_Request* req) {
@@ -34,6 +47,8 @@ int alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, voi
               MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
+  if (std::vector<int> all; p2p_everyone(comm, sb, req, all))
+    return exchange_p2p(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt), all, all, comm);
   return run_collective(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -54,6 +69,8 @@ int alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* 
               const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
+  if (std::vector<int> all; p2p_everyone(comm, sb, req, all))
+    return exchange_p2p(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt), all, all, comm);
   return run_collective(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -75,6 +92,8 @@ int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
+  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts))
+    return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm);
   return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const void* a = s ? s->ptr() : sb;
@@ -93,6 +112,8 @@ int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
+  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts))
+    return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm);
   return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const void* a = s ? s->ptr() : sb;
@@ -113,6 +134,8 @@ int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const 
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
+  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts))
+    return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), dsts, srcs, comm);
   return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(), topo ? w_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const void* a = s ? s->ptr() : sb;

@@ -4,6 +4,8 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
+#include "runtime/config.hpp"
+#include "runtime/lifecycle.hpp"
 #include "transport/transfer.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -42,6 +44,20 @@ bool same_memory(const rt::PointerInfo& a, const rt::PointerInfo& b) {
   return a.kind == b.kind && a.device == b.device;
 }
 
+
+// Host memory with a non-contiguous type of small blocks: dtmpi's CPU packer
+// and one exchange of bytes beat the system MPI's own datatype handling
+// (bench/results/halo-cpu-*). `b` is what must_stage found (host memory).
+constexpr int64_t kHostPackMaxBlock = 512;
+bool packs_better(int count, MPI_Datatype t, const tp::UserBuffer& b) {
+  if (!rt::active() || !rt::config().host_collectives || rt::on_gpu(b.info)) return false;
+  const type::PackPlan* plan = type::find_plan(t);
+  int64_t offset = 0;
+  return plan && !plan->contiguous_for_count(count, offset) && tp::typical_block(*plan) <= kHostPackMaxBlock;
+}
+
+}  // namespace
+
 // Whether `p` must be staged; fills plans and memory. Each distinct type is
 // asked once (a v side asks once) -- except with MPI_BOTTOM, where absolute
 // displacements may reach several memories and every piece is asked.
@@ -57,7 +73,8 @@ bool needs_staging(const Pieces& p, Staged& s) {
     if (p.counts[static_cast<size_t>(i)] <= 0 || (!every_piece && t == asked)) continue;
     asked = t;
     tp::UserBuffer b;
-    const bool must = must_stage(piece_of(p, i), p.counts[static_cast<size_t>(i)], t, b);
+    const int c = p.counts[static_cast<size_t>(i)];
+    const bool must = must_stage(piece_of(p, i), c, t, b) || packs_better(c, t, b);
     if (every_piece) s.infos[static_cast<size_t>(i)] = b.info;
     if (must && !stage) {
       stage = true;
@@ -98,6 +115,8 @@ std::vector<rt::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace o
   return refs;
 }
 
+namespace {
+
 // Pieces of one side in several memories (MPI_BOTTOM): one pack call each.
 int pack_mixed(const Pieces& p, Staged& s, bool pack) {
   for (int i = 0; i < p.size(); ++i) {
@@ -130,6 +149,24 @@ MPI_Datatype packed_type(int64_t size) {
 
 // Lays the pieces out in one staging buffer, packing those `pack` names.
 int stage(const Pieces& p, InPlace pack, Staged& s) {
+  if (int rc = layout(p, s); rc != MPI_SUCCESS) return rc;
+  auto st = rt::acquire_staging(static_cast<size_t>(s.total));
+  if (!st) return MPI_ERR_NO_MEM;
+  s.staging = st.value();
+  if (pack.kind == InPlace::kNone || s.total == 0) return MPI_SUCCESS;
+  if (!s.infos.empty()) return pack_mixed(p, s, true);
+  const auto refs = piece_refs(p, s, pack);
+  auto ok = rt::stage_out_pieces(refs.data(), refs.size(), s.info, s.staging, s.total, s.total > tp::kOneShotLimit);
+  if (!ok) {
+    DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
+    return MPI_ERR_OTHER;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int layout(const Pieces& p, Staged& s) {
   const size_t n = static_cast<size_t>(p.size());
   s.counts.assign(n, 0);
   s.displs.assign(n, 0);
@@ -149,19 +186,10 @@ int stage(const Pieces& p, InPlace pack, Staged& s) {
     total += bytes;
   }
   s.total = total;
-  auto st = rt::acquire_staging(static_cast<size_t>(total));
-  if (!st) return MPI_ERR_NO_MEM;
-  s.staging = st.value();
-  if (pack.kind == InPlace::kNone || total == 0) return MPI_SUCCESS;
-  if (!s.infos.empty()) return pack_mixed(p, s, true);
-  const auto refs = piece_refs(p, s, pack);
-  auto ok = rt::stage_out_pieces(refs.data(), refs.size(), s.info, s.staging, total, total > tp::kOneShotLimit);
-  if (!ok) {
-    DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
   return MPI_SUCCESS;
 }
+
+namespace {
 
 int unstage(const Pieces& p, Staged& s) {
   if (s.total == 0) return MPI_SUCCESS;

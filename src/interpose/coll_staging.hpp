@@ -95,6 +95,16 @@ struct StagedCall final : runtime::Completion {
   int finish() override;
 };
 
+// Whether side `p` must be staged (GPU memory, a derived type in the host
+// test mode, or a small-block host type dtmpi packs better); fills the
+// plans and where the pieces live. False also for a type dtmpi cannot plan.
+bool needs_staging(const Pieces& p, Staged& s);
+// Packed layout of a side needing staging: counts, displacements, packed
+// types, total bytes (no buffer yet). An MPI error code.
+int layout(const Pieces& p, Staged& s);
+// The pieces to pack (all, or the one InPlace names) against the layout.
+std::vector<runtime::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only);
+
 // Classifies both sides and stages what must be; false: nothing to stage.
 // Returns an MPI error code in `rc` when staging failed.
 bool prepare(StagedCall& c, InPlace in_place, int& rc);

@@ -24,6 +24,7 @@
 #include "runtime/buffer_pool.hpp"
 #include "runtime/config.hpp"
 #include "runtime/gpu_internal.hpp"
+#include "runtime/host_pool.hpp"
 
 namespace dtmpi::runtime {
 namespace {
@@ -316,9 +317,11 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
 Result<Staging> acquire_staging(size_t bytes) {
   Staging s;
   if (!gpu().enabled) {
-    s.ptr = std::malloc(bytes ? bytes : 1);
-    if (!s.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
-    s.capacity = bytes;
+    const HostBuffer h = host_pool_acquire(bytes);
+    if (!h.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
+    s.ptr = h.ptr;
+    s.capacity = h.capacity;
+    s.cls = h.cls;
     return s;
   }
   auto b = pinned_pool().acquire(bytes ? bytes : 1);
@@ -335,7 +338,7 @@ void release_staging(Staging& s) {
   if (s.pinned)
     pinned_pool().release(PooledBuffer{s.ptr, s.capacity, s.cls});
   else
-    std::free(s.ptr);
+    host_pool_release(HostBuffer{s.ptr, s.capacity, s.cls});
   s.ptr = nullptr;
 }
 

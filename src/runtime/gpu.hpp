@@ -128,8 +128,10 @@ struct IpcRegion {
 Result<IpcRegion> ipc_export(const void* p, bool pooled = false);
 // Maps `r` exported by process `peer` into `device` and returns the region's
 // address there. Mappings are cached per (peer, allocation) and the least
-// recently used are closed beyond a bound.
-Result<const void*> ipc_open(int peer, const IpcRegion& r, int device);
+// recently used are closed beyond a bound. `local`: the region is this
+// process's own (a message to itself: CUDA cannot open its own handles), so
+// its address is looked up among what this process exported.
+Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool local = false);
 void ipc_close_all();
 
 // Interprocess events: the sender records one on dtmpi's stream of `device`
@@ -142,7 +144,7 @@ struct IpcEvent {
 };
 Result<IpcEvent> ipc_event_record(int device);
 void ipc_event_release(IpcEvent& e);
-Status ipc_event_wait(int peer, const IpcEvent& e, int device);
+Status ipc_event_wait(int peer, const IpcEvent& e, int device, bool local = false);
 
 // Queues the pack of `count` elements of `user` (on GPU `ui.device`) into
 // device memory `dst` on dtmpi's stream, without waiting for it.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "pack/cpu_pack.hpp"
+#include "runtime/host_pool.hpp"
 
 namespace dtmpi::runtime {
 
@@ -22,14 +23,16 @@ Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
 Result<Staging> acquire_staging(size_t bytes) {
+  const HostBuffer h = host_pool_acquire(bytes);
+  if (!h.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
   Staging s;
-  s.ptr = std::malloc(bytes ? bytes : 1);
-  if (!s.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
-  s.capacity = bytes;
+  s.ptr = h.ptr;
+  s.capacity = h.capacity;
+  s.cls = h.cls;
   return s;
 }
 void release_staging(Staging& s) {
-  std::free(s.ptr);
+  host_pool_release(HostBuffer{s.ptr, s.capacity, s.cls});
   s.ptr = nullptr;
 }
 Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo&,
@@ -73,11 +76,11 @@ Result<GpuMarker> copy_async(void*, const void*, size_t, int) { return Error{kEr
 Result<bool> marker_done(GpuMarker) { return true; }
 void release_marker(GpuMarker) {}
 Result<IpcRegion> ipc_export(const void*, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
-Result<const void*> ipc_open(int, const IpcRegion&, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<const void*> ipc_open(int, const IpcRegion&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 void ipc_close_all() {}
 Result<IpcEvent> ipc_event_record(int) { return Error{kErrUnsupported, "built without CUDA"}; }
 void ipc_event_release(IpcEvent&) {}
-Status ipc_event_wait(int, const IpcEvent&, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Status ipc_event_wait(int, const IpcEvent&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
   return Error{kErrUnsupported, "built without CUDA"};
 }

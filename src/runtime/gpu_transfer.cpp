@@ -141,10 +141,15 @@ Result<IpcRegion> ipc_export(const void* p, bool pooled) {
   return r;
 }
 
-Result<const void*> ipc_open(int peer, const IpcRegion& r, int device) {
+Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool local) {
   auto& c = ipc();
   const IpcCaches::Key key{peer, r.buffer_id, device};
   std::lock_guard lock(c.mu);
+  if (local) {
+    for (const auto& [start, e] : c.exported)
+      if (e.id == r.buffer_id) return reinterpret_cast<const char*>(start) + r.offset;
+    return Error{kErrUnsupported, "a region this process never exported"};
+  }
   auto it = c.imported.find(key);
   if (it != c.imported.end()) {
     c.lru.splice(c.lru.begin(), c.lru, it->second);
@@ -240,11 +245,22 @@ void ipc_event_release(IpcEvent& e) {
   e.event = nullptr;
 }
 
-Status ipc_event_wait(int peer, const IpcEvent& e, int device) {
+Status ipc_event_wait(int peer, const IpcEvent& e, int device, bool local) {
   DeviceScope scope(device);
   auto s = stream_for(device);
   if (!s) return s.error();
   auto& c = events();
+  if (local) {  // one of this process's own events: found by its handle
+    cudaEvent_t own = nullptr;
+    {
+      std::lock_guard lock(c.mu);
+      for (const auto& [ev, h] : c.handles)
+        if (std::memcmp(&h, e.handle, sizeof(h)) == 0) own = ev;
+    }
+    if (!own) return Error{kErrUnsupported, "an event this process never recorded"};
+    DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s.value(), own, 0));
+    return ok_status();
+  }
   const auto key = std::make_tuple(peer, device, std::string(reinterpret_cast<const char*>(e.handle), sizeof(e.handle)));
   cudaEvent_t ev = nullptr;
   {

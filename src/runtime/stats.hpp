@@ -21,6 +21,7 @@ enum class Counter : int {
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI
   kStagedCollectives,  // collectives whose buffers dtmpi staged
+  kP2pCollectives,     // of those, exchanged point to point through dtmpi
   kPackedBytes,
   kCount
 };

@@ -228,7 +228,8 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
 bool ReceiveOp::read_over_ipc() {
   if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0) return false;
   const int device = rt::on_gpu(b_.info) ? b_.info.device : rt::current_device();
-  auto peer = rt::ipc_open(d_.sender_world, d_.region, device);
+  const bool local = d_.sender_world == my_world_rank();  // a message to itself
+  auto peer = rt::ipc_open(d_.sender_world, d_.region, device, local);
   if (!peer) {
     static bool once = [&] {
       DTMPI_LOG(kWarn, "CUDA IPC with rank %d impossible (%s): device transfers go through host memory",
@@ -239,7 +240,7 @@ bool ReceiveOp::read_over_ipc() {
     return false;
   }
   if (d_.has_event) {
-    auto w = rt::ipc_event_wait(d_.sender_world, d_.event, device);
+    auto w = rt::ipc_event_wait(d_.sender_world, d_.event, device, local);
     if (!w) {
       DTMPI_LOG(kWarn, "waiting for rank %d's CUDA IPC event failed (%s): payload through host memory",
                 d_.sender_world, w.error().what.c_str());

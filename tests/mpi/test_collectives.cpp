@@ -181,4 +181,9 @@ TEST(Collectives, StagingPathWasTaken) {
   const auto at = s.find("staged collectives ");
   ASSERT_NE(at, std::string::npos) << s;
   EXPECT_GE(std::strtoull(s.c_str() + at + 19, nullptr, 10), 9u) << s;
+  // in the host test mode (a job where GPU buffers may appear) the blocking
+  // v, w and neighborhood forms exchange point to point through dtmpi
+  const auto p2p = s.find("point-to-point collectives ");
+  ASSERT_NE(p2p, std::string::npos) << s;
+  EXPECT_GE(std::strtoull(s.c_str() + p2p + 27, nullptr, 10), 5u) << s;
 }

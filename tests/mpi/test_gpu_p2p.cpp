@@ -287,3 +287,32 @@ TEST_F(GpuP2P, AlltoallvOnDeviceBuffers) {
   MPI_Type_free(&pairs);
   MPI_Type_free(&vec);
 }
+
+// A device buffer sent to oneself (a periodic halo on a process grid with a
+// dimension of 1): every method, large enough for the multi-message ones;
+// the device method reads the rank's own packed buffer (no CUDA IPC handle
+// can be opened by the process that made it).
+TEST_F(GpuP2P, SendToSelfOnDevice) {
+  const int me = self_rank();
+  MPI_Datatype col;
+  MPI_Type_vector(1 << 16, 24, 64, MPI_BYTE, &col);  // 1.5 MiB in 24-byte blocks
+  MPI_Type_commit(&col);
+  const size_t span = size_t{64} << 16;
+  auto host = pattern(span, me + 5);
+  char *src, *dst;
+  ASSERT_EQ(gpu_alloc(&src, span), cudaSuccess);
+  ASSERT_EQ(gpu_alloc(&dst, span), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(src, host.data(), span, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dst, 0, span), cudaSuccess);
+  MPI_Request r;
+  ASSERT_EQ(MPI_Irecv(dst, 1, col, me, 77, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Send(src, 1, col, me, 77, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  std::vector<char> got(span), want(span, 0);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst, span, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t b = 0; b < (size_t{1} << 16); ++b) std::memcpy(&want[b * 64], &host[b * 64], 24);
+  EXPECT_TRUE(got == want);
+  cudaFree(src);
+  cudaFree(dst);
+  MPI_Type_free(&col);
+}

@@ -1,0 +1,183 @@
+#include "interpose/coll_p2p.hpp"
+
+#include "base/log.hpp"
+#include "runtime/real_mpi.hpp"
+#include "transport/peers.hpp"
+
+namespace rt = dtmpi::runtime;
+namespace tp = dtmpi::transport;
+
+namespace dtmpi::interpose {
+namespace {
+
+// The communicator's private duplicate, made on first use (collectively: every
+// rank of `comm` is in the same collective call and takes this path) and
+// freed with `comm`.
+int g_dup_keyval = MPI_KEYVAL_INVALID;
+
+int delete_dup(MPI_Comm, int, void* value, void*) {
+  auto* dup = static_cast<MPI_Comm*>(value);
+  PMPI_Comm_free(dup);
+  delete dup;
+  return MPI_SUCCESS;
+}
+
+MPI_Comm private_dup(MPI_Comm comm) {
+  if (g_dup_keyval == MPI_KEYVAL_INVALID)
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g_dup_keyval, nullptr);
+  void* value = nullptr;
+  int flag = 0;
+  PMPI_Comm_get_attr(comm, g_dup_keyval, &value, &flag);
+  if (flag) return *static_cast<MPI_Comm*>(value);
+  auto* dup = new MPI_Comm(MPI_COMM_NULL);
+  if (PMPI_Comm_dup(comm, dup) != MPI_SUCCESS) {
+    delete dup;
+    return MPI_COMM_NULL;
+  }
+  PMPI_Comm_set_name(*dup, const_cast<char*>("dtmpi collectives"));
+  PMPI_Comm_set_attr(comm, g_dup_keyval, dup);
+  return *dup;
+}
+
+// One side: either packed into one buffer (device memory on the pieces' GPU,
+// else host staging) and moved as byte slices, or moved piece by piece with
+// the user's datatypes (dtmpi's point-to-point takes any memory).
+struct Side {
+  Staged s;
+  bool packed = false;
+  rt::DeviceBuffer device;
+  char* base = nullptr;
+  rt::PointerInfo base_info;
+  ~Side() { rt::release_device_buffer(device); }
+};
+
+int prepare_side(const Pieces& p, Side& side) {
+  if (!needs_staging(p, side.s) || !side.s.infos.empty()) return MPI_SUCCESS;  // as they are
+  if (int rc = layout(p, side.s); rc != MPI_SUCCESS) return rc;
+  side.packed = true;
+  if (rt::on_gpu(side.s.info)) {
+    auto d = rt::acquire_device_buffer(side.s.info.device, static_cast<size_t>(side.s.total));
+    if (!d) return MPI_ERR_NO_MEM;
+    side.device = d.value();
+    side.base = static_cast<char*>(side.device.ptr);
+    side.base_info.kind = rt::MemKind::kDevice;
+    side.base_info.device = side.device.device;
+  } else {
+    auto st = rt::acquire_staging(static_cast<size_t>(side.s.total));
+    if (!st) return MPI_ERR_NO_MEM;
+    side.s.staging = st.value();
+    side.base = static_cast<char*>(side.s.staging.ptr);
+    side.base_info.kind = side.s.staging.pinned ? rt::MemKind::kPinnedHost : rt::MemKind::kHost;
+    side.base_info.device_ptr = side.s.staging.pinned ? side.s.staging.ptr : nullptr;
+  }
+  return MPI_SUCCESS;
+}
+
+char* piece_ptr(const Pieces& p, int i) {
+  return const_cast<char*>(static_cast<const char*>(p.buf)) + p.displs[static_cast<size_t>(i)];
+}
+
+}  // namespace
+
+bool p2p_collectives(MPI_Comm comm) {
+  if (!tp::descriptors_possible()) return false;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  return !inter;
+}
+
+bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests) {
+  int kind = MPI_UNDEFINED;
+  PMPI_Topo_test(comm, &kind);
+  if (kind == MPI_DIST_GRAPH) {
+    int in = 0, out = 0, weighted = 0;
+    PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+    sources.resize(static_cast<size_t>(in));
+    dests.resize(static_cast<size_t>(out));
+    std::vector<int> sw(static_cast<size_t>(in) + 1), dw(static_cast<size_t>(out) + 1);
+    return PMPI_Dist_graph_neighbors(comm, in, sources.data(), weighted ? sw.data() : MPI_UNWEIGHTED, out,
+                                     dests.data(), weighted ? dw.data() : MPI_UNWEIGHTED) == MPI_SUCCESS;
+  }
+  if (kind == MPI_CART) {  // per dimension: the lower neighbour, then the upper
+    int nd = 0;
+    PMPI_Cartdim_get(comm, &nd);
+    sources.clear();
+    for (int d = 0; d < nd; ++d) {
+      int lo = MPI_PROC_NULL, hi = MPI_PROC_NULL;
+      PMPI_Cart_shift(comm, d, 1, &lo, &hi);
+      sources.push_back(lo);
+      sources.push_back(hi);
+    }
+    dests = sources;
+    return true;
+  }
+  if (kind == MPI_GRAPH) {
+    int me = 0, n = 0;
+    PMPI_Comm_rank(comm, &me);
+    PMPI_Graph_neighbors_count(comm, me, &n);
+    sources.resize(static_cast<size_t>(n));
+    PMPI_Graph_neighbors(comm, me, n, sources.data());
+    dests = sources;
+    return true;
+  }
+  return false;
+}
+
+int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
+                 const std::vector<int>& sources, MPI_Comm comm) {
+  const MPI_Comm dup = private_dup(comm);
+  if (dup == MPI_COMM_NULL) return raise(comm, MPI_ERR_INTERN);
+  rt::count(rt::Counter::kStagedCollectives);
+  rt::count(rt::Counter::kP2pCollectives);
+  Side out, in;
+  if (int rc = prepare_side(send, out); rc != MPI_SUCCESS) return raise(comm, rc);
+  if (int rc = prepare_side(recv, in); rc != MPI_SUCCESS) return raise(comm, rc);
+  if (out.packed && out.s.total > 0) {  // every outgoing piece with one batched pack
+    const auto refs = piece_refs(send, out.s, InPlace::all());
+    auto ok = rt::pack_pieces(refs.data(), refs.size(), out.s.info, out.base, out.base_info, out.s.total);
+    if (!ok) {
+      DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
+      return raise(comm, MPI_ERR_OTHER);
+    }
+  }
+  // receives first, in source order, then sends in destination order: with
+  // repeated neighbours the k-th message between two ranks pairs with the
+  // k-th receive, as MPI's own neighborhood collectives pair them
+  std::vector<MPI_Request> reqs;
+  reqs.reserve(sources.size() + dests.size());
+  int rc = MPI_SUCCESS;
+  for (int i = 0; i < recv.size() && rc == MPI_SUCCESS; ++i) {
+    const int c = recv.counts[static_cast<size_t>(i)];
+    if (c <= 0 || sources[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
+    reqs.push_back(MPI_REQUEST_NULL);
+    rc = in.packed ? MPI_Irecv(in.base + in.s.byte_displs[static_cast<size_t>(i)],
+                               static_cast<int>(int64_t{c} * in.s.plans[static_cast<size_t>(i)]->size), MPI_BYTE,
+                               sources[static_cast<size_t>(i)], 0, dup, &reqs.back())
+                   : MPI_Irecv(piece_ptr(recv, i), c, recv.types[static_cast<size_t>(i)], sources[static_cast<size_t>(i)],
+                               0, dup, &reqs.back());
+  }
+  for (int i = 0; i < send.size() && rc == MPI_SUCCESS; ++i) {
+    const int c = send.counts[static_cast<size_t>(i)];
+    if (c <= 0 || dests[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
+    reqs.push_back(MPI_REQUEST_NULL);
+    rc = out.packed ? MPI_Isend(out.base + out.s.byte_displs[static_cast<size_t>(i)],
+                                static_cast<int>(int64_t{c} * out.s.plans[static_cast<size_t>(i)]->size), MPI_BYTE,
+                                dests[static_cast<size_t>(i)], 0, dup, &reqs.back())
+                    : MPI_Isend(piece_ptr(send, i), c, send.types[static_cast<size_t>(i)], dests[static_cast<size_t>(i)],
+                                0, dup, &reqs.back());
+  }
+  const int wrc = MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+  if (rc == MPI_SUCCESS) rc = wrc;
+  if (rc != MPI_SUCCESS) return rc;  // reported by the call that failed
+  if (in.packed && in.s.total > 0) {  // every incoming piece with one batched unpack
+    const auto refs = piece_refs(recv, in.s, InPlace::none());
+    auto ok = rt::unpack_pieces(refs.data(), refs.size(), in.base, in.base_info, in.s.info, in.s.total);
+    if (!ok) {
+      DTMPI_LOG(kError, "unpacking a collective's pieces failed: %s", ok.error().what.c_str());
+      return raise(comm, MPI_ERR_OTHER);
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace dtmpi::interpose

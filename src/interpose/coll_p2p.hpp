@@ -1,0 +1,30 @@
+// The exchange of the all-to-all collectives (v and w forms, neighborhood
+// forms) as point-to-point messages through dtmpi, on a private duplicate of
+// the communicator: a side on the GPU is packed with one batched launch into
+// one device buffer and its slices travel GPU to GPU where dtmpi can (CUDA
+// IPC between ranks of a node) -- the system MPI's collective would need them
+// staged through host memory. A side in host memory is packed only if dtmpi
+// packs its datatype better, else sent with the user's datatypes.
+//
+// Every rank of a communicator must take the same path: the choice depends
+// only on facts all ranks share (a job where some rank uses a GPU, an
+// intracommunicator, a blocking call without MPI_IN_PLACE).
+#pragma once
+#include <mpi.h>
+
+#include <vector>
+
+#include "interpose/coll_staging.hpp"
+
+namespace dtmpi::interpose {
+
+// Whether blocking all-to-all collectives on `comm` take exchange_p2p.
+bool p2p_collectives(MPI_Comm comm);
+// Neighbours of a communicator with a topology, in MPI's order; false without one.
+bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests);
+// Sends piece i of `send` to dests[i], receives piece j of `recv` from
+// sources[j]; returns when all is delivered. An MPI error code.
+int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
+                 const std::vector<int>& sources, MPI_Comm comm);
+
+}  // namespace dtmpi::interpose
