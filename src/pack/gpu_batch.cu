@@ -41,29 +41,32 @@ struct BatchArgs {
   BatchEntry e[kBatchMax];
 };
 
-template <typename Word>
-__device__ __forceinline__ void locate(const BatchArgs& a, uint64_t g, Word*& user, Word*& packed) {
+// Index: uint32_t when every word number and count of the launch fits (32-bit
+// division is several times cheaper than 64-bit on the GPU), else uint64_t.
+template <typename Word, typename Index>
+__device__ __forceinline__ void locate(const BatchArgs& a, Index g, Word*& user, Word*& packed) {
   int lo = 0, hi = a.n - 1;  // last entry whose first word <= g
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (a.e[mid].first <= g)
+    if (static_cast<Index>(a.e[mid].first) <= g)
       lo = mid;
     else
       hi = mid - 1;
   }
   const BatchEntry& e = a.e[lo];
-  const uint64_t local = g - e.first;
-  uint64_t blk = local / e.words_per_block;
-  const uint64_t w = local - blk * e.words_per_block;
-  int64_t off = static_cast<int64_t>(w * sizeof(Word));
+  const Index local = g - static_cast<Index>(e.first);
+  const Index wpb = static_cast<Index>(e.words_per_block);
+  Index blk = local / wpb;
+  const Index w = local - blk * wpb;
+  int64_t off = static_cast<int64_t>(w) * static_cast<int64_t>(sizeof(Word));
 #pragma unroll
   for (int d = 0; d < kBatchDims; ++d) {
     if (d >= e.ndims) break;
     if (d == e.ndims - 1) {
       off += static_cast<int64_t>(blk) * e.stride[d];
     } else {
-      const uint64_t c = static_cast<uint64_t>(e.count[d]);
-      const uint64_t q = blk / c;
+      const Index c = static_cast<Index>(e.count[d]);
+      const Index q = blk / c;
       off += static_cast<int64_t>(blk - q * c) * e.stride[d];
       blk = q;
     }
@@ -72,17 +75,17 @@ __device__ __forceinline__ void locate(const BatchArgs& a, uint64_t g, Word*& us
   packed = reinterpret_cast<Word*>(e.packed) + local;
 }
 
-template <typename Word, bool kPack>
+template <typename Word, bool kPack, typename Index>
 __global__ void __launch_bounds__(kThreads) batch_kernel(BatchArgs a) {
-  const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t g0 = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < a.total;
-       g0 += step * kUnroll) {
+  const Index total = static_cast<Index>(a.total);
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index g0 = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total; g0 += step * kUnroll) {
     Word v[kUnroll];
     Word* dst[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t g = g0 + u * step;
-      if (g < a.total) {
+      const Index g = g0 + static_cast<Index>(u) * step;
+      if (g < total) {
         Word *user, *packed;
         locate(a, g, user, packed);
         v[u] = kPack ? *user : *packed;
@@ -91,7 +94,7 @@ __global__ void __launch_bounds__(kThreads) batch_kernel(BatchArgs a) {
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (g0 + u * step < a.total) *dst[u] = v[u];
+      if (g0 + static_cast<Index>(u) * step < total) *dst[u] = v[u];
   }
 }
 
@@ -100,6 +103,16 @@ unsigned batch_grid(uint64_t total, int device) {
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 32;
   const uint64_t want = (total / kUnroll + kThreads) / kThreads;
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, static_cast<uint64_t>(sms) * 16)));
+}
+
+template <typename Word, bool kPack>
+void launch_words(const BatchArgs& a, unsigned grid, cudaStream_t s) {
+  // 32-bit indices while every word number (with a grid's stride of slack) fits
+  const uint64_t slack = uint64_t{grid} * kThreads * kUnroll;
+  if (a.total + slack < (uint64_t{1} << 32))
+    batch_kernel<Word, kPack, uint32_t><<<grid, kThreads, 0, s>>>(a);
+  else
+    batch_kernel<Word, kPack, uint64_t><<<grid, kThreads, 0, s>>>(a);
 }
 
 template <bool kPack>
@@ -117,11 +130,11 @@ Status launch_batch(BatchArgs& a, uint64_t bits, int device, cudaStream_t s) {
   if (a.total == 0) return ok_status();
   const unsigned grid = batch_grid(a.total, device);
   switch (w) {
-    case 16: batch_kernel<uint4, kPack><<<grid, kThreads, 0, s>>>(a); break;
-    case 8: batch_kernel<uint2, kPack><<<grid, kThreads, 0, s>>>(a); break;
-    case 4: batch_kernel<uint32_t, kPack><<<grid, kThreads, 0, s>>>(a); break;
-    case 2: batch_kernel<uint16_t, kPack><<<grid, kThreads, 0, s>>>(a); break;
-    default: batch_kernel<uint8_t, kPack><<<grid, kThreads, 0, s>>>(a); break;
+    case 16: launch_words<uint4, kPack>(a, grid, s); break;
+    case 8: launch_words<uint2, kPack>(a, grid, s); break;
+    case 4: launch_words<uint32_t, kPack>(a, grid, s); break;
+    case 2: launch_words<uint16_t, kPack>(a, grid, s); break;
+    default: launch_words<uint8_t, kPack>(a, grid, s); break;
   }
   DTMPI_CUDA_CHECK(cudaGetLastError());
   return ok_status();

@@ -28,9 +28,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_RANKS_PER_NODE", "0",
      "placement (MPI_Dist_graph_create with reorder): ranks per node; 0 detects nodes, n emulates nodes of n "
      "consecutive ranks"},
-    {"DTMPI_GPU_ORDER", "stream",
-     "stream: GPU work runs on dtmpi's own non-blocking streams; legacy: each operation first waits "
-     "for the legacy default stream"},
+    {"DTMPI_GPU_ORDER", "legacy",
+     "legacy: each dtmpi GPU operation first waits for the legacy default stream (so a preceding cudaMemcpy from "
+     "pageable memory, which may return before the device buffer is written, is complete); stream: no such wait"},
 };
 
 namespace {
@@ -80,7 +80,7 @@ Config read_environment() {
   c.log = text("DTMPI_LOG", "warn");
   c.log_decisions = c.log == "decisions";
   c.cuda = text("DTMPI_CUDA", "auto");
-  c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "stream") == "legacy";
+  c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "legacy") != "stream";
   c.method = text("DTMPI_METHOD", "auto");
   if (c.method != "auto" && c.method != "oneshot" && c.method != "staged" && c.method != "pipelined" &&
       c.method != "device") {

@@ -202,7 +202,9 @@ TEST(GpuCollectives, ReductionsOnDeviceBuffers) {
     ASSERT_EQ(MPI_Reduce_scatter_block(dsrc.p, ds.p, c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
     EXPECT_TRUE(ds.get() == sw) << "reduce_scatter_block";
   }
-  // integers, MPI_BAND, device send buffer and host result
+  // integers, MPI_BAND, device send buffer and host result; the buffer is
+  // written by a small pageable cudaMemcpy, which may return before the data
+  // is on the device: dtmpi must wait for it (DTMPI_GPU_ORDER=legacy, the default)
   std::vector<int> iv(1000), iw(1000), ig(1000);
   for (int i = 0; i < 1000; ++i) iv[static_cast<size_t>(i)] = (i * 2654435761u) ^ me;
   int* di = nullptr;

@@ -33,9 +33,8 @@ struct Buffer {
     if (mem == Mem::kDevice || mem == Mem::kManaged) cudaFree(p);
   }
   // cudaMemcpy from pageable memory may return before the device buffer is
-  // written; like any CUDA-aware MPI, dtmpi reads GPU memory on its own
-  // stream, so the application synchronizes first (DTMPI_GPU_ORDER=legacy
-  // makes dtmpi wait for the legacy default stream instead).
+  // written; dtmpi waits for the legacy default stream by default, but these
+  // tests also hold under DTMPI_GPU_ORDER=stream, so they synchronize.
   void put(const std::vector<char>& v) {
     cudaMemcpy(p, v.data(), v.size(), cudaMemcpyDefault);
     cudaDeviceSynchronize();
