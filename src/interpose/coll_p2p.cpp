@@ -51,8 +51,12 @@ struct Side {
   ~Side() { rt::release_device_buffer(device); }
 };
 
-int prepare_side(const Pieces& p, Side& side) {
+// `receiving` GPU pieces are not packed: each is received with its own
+// datatype, so dtmpi's receiver unpacks straight from the sender's packed
+// slice (over CUDA IPC) instead of copying the slice and unpacking after.
+int prepare_side(const Pieces& p, Side& side, bool receiving) {
   if (!needs_staging(p, side.s) || !side.s.infos.empty()) return MPI_SUCCESS;  // as they are
+  if (receiving && rt::on_gpu(side.s.info)) return MPI_SUCCESS;
   if (int rc = layout(p, side.s); rc != MPI_SUCCESS) return rc;
   side.packed = true;
   if (rt::on_gpu(side.s.info)) {
@@ -130,8 +134,8 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
   rt::count(rt::Counter::kStagedCollectives);
   rt::count(rt::Counter::kP2pCollectives);
   Side out, in;
-  if (int rc = prepare_side(send, out); rc != MPI_SUCCESS) return raise(comm, rc);
-  if (int rc = prepare_side(recv, in); rc != MPI_SUCCESS) return raise(comm, rc);
+  if (int rc = prepare_side(send, out, false); rc != MPI_SUCCESS) return raise(comm, rc);
+  if (int rc = prepare_side(recv, in, true); rc != MPI_SUCCESS) return raise(comm, rc);
   if (out.packed && out.s.total > 0) {  // every outgoing piece with one batched pack
     const auto refs = piece_refs(send, out.s, InPlace::all());
     auto ok = rt::pack_pieces(refs.data(), refs.size(), out.s.info, out.base, out.base_info, out.s.total);
@@ -169,7 +173,7 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
   const int wrc = MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
   if (rc == MPI_SUCCESS) rc = wrc;
   if (rc != MPI_SUCCESS) return rc;  // reported by the call that failed
-  if (in.packed && in.s.total > 0) {  // every incoming piece with one batched unpack
+  if (in.packed && in.s.total > 0) {  // every incoming host piece with one unpack pass
     const auto refs = piece_refs(recv, in.s, InPlace::none());
     auto ok = rt::unpack_pieces(refs.data(), refs.size(), in.base, in.base_info, in.s.info, in.s.total);
     if (!ok) {

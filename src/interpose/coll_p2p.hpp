@@ -1,10 +1,12 @@
 // The exchange of the all-to-all collectives (v and w forms, neighborhood
 // forms) as point-to-point messages through dtmpi, on a private duplicate of
-// the communicator: a side on the GPU is packed with one batched launch into
-// one device buffer and its slices travel GPU to GPU where dtmpi can (CUDA
-// IPC between ranks of a node) -- the system MPI's collective would need them
-// staged through host memory. A side in host memory is packed only if dtmpi
-// packs its datatype better, else sent with the user's datatypes.
+// the communicator: an outgoing side on the GPU is packed with one batched
+// launch into one device buffer and its slices travel GPU to GPU where dtmpi
+// can (CUDA IPC between ranks of a node: the receiver unpacks each piece with
+// its own datatype straight from the sender's slice) -- the system MPI's
+// collective would need them staged through host memory. A side in host
+// memory is packed (all pieces, one pass) only if dtmpi packs its datatype
+// better, else sent with the user's datatypes.
 //
 // Every rank of a communicator must take the same path: the choice depends
 // only on facts all ranks share (a job where some rank uses a GPU, an
