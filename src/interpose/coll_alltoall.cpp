@@ -21,8 +21,9 @@ bool p2p_everyone(MPI_Comm comm, const void* sb, MPI_Request* req, std::vector<i
   for (size_t i = 0; i < peers.size(); ++i) peers[i] = static_cast<int>(i);
   return true;
 }
-bool p2p_neighbors(MPI_Comm comm, MPI_Request* req, std::vector<int>& sources, std::vector<int>& dests) {
-  return !req && p2p_collectives(comm) && neighbor_lists(comm, sources, dests);
+bool p2p_neighbors(MPI_Comm comm, MPI_Request* req, std::vector<int>& sources, std::vector<int>& dests,
+                   bool& cartesian) {
+  return !req && p2p_collectives(comm) && neighbor_lists(comm, sources, dests, &cartesian);
 }
 
 int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
@@ -92,8 +93,9 @@ int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts))
-    return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm);
+  bool cart = false;
+  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts, cart))
+    return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm, cart);
   return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const void* a = s ? s->ptr() : sb;
@@ -112,8 +114,9 @@ int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts))
-    return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm);
+  bool cart = false;
+  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts, cart))
+    return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart);
   return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const void* a = s ? s->ptr() : sb;
@@ -134,8 +137,9 @@ int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const 
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts))
-    return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), dsts, srcs, comm);
+  bool cart = false;
+  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts, cart))
+    return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart);
   return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(), topo ? w_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const void* a = s ? s->ptr() : sb;

@@ -90,7 +90,7 @@ bool p2p_collectives(MPI_Comm comm) {
   return !inter;
 }
 
-bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests) {
+bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool* cartesian) {
   int kind = MPI_UNDEFINED;
   PMPI_Topo_test(comm, &kind);
   if (kind == MPI_DIST_GRAPH) {
@@ -102,6 +102,7 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
     return PMPI_Dist_graph_neighbors(comm, in, sources.data(), weighted ? sw.data() : MPI_UNWEIGHTED, out,
                                      dests.data(), weighted ? dw.data() : MPI_UNWEIGHTED) == MPI_SUCCESS;
   }
+  if (cartesian) *cartesian = kind == MPI_CART;
   if (kind == MPI_CART) {  // per dimension: the lower neighbour, then the upper
     int nd = 0;
     PMPI_Cartdim_get(comm, &nd);
@@ -128,7 +129,7 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
 }
 
 int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
-                 const std::vector<int>& sources, MPI_Comm comm) {
+                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian) {
   const MPI_Comm dup = private_dup(comm);
   if (dup == MPI_COMM_NULL) return raise(comm, MPI_ERR_INTERN);
   rt::count(rt::Counter::kStagedCollectives);
@@ -144,9 +145,14 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
       return raise(comm, MPI_ERR_OTHER);
     }
   }
-  // receives first, in source order, then sends in destination order: with
-  // repeated neighbours the k-th message between two ranks pairs with the
-  // k-th receive, as MPI's own neighborhood collectives pair them
+  // receives first, in source order, then sends in destination order. With
+  // repeated neighbours MPI-4.1 sec. 8.6 pairs them so: graphs, the k-th
+  // message between two ranks with the k-th receive (one tag, posting order);
+  // Cartesian topologies, block s of the sender with block s^1 of the
+  // receiver (the other side of the same dimension, also when a periodic
+  // dimension of 1 or 2 processes makes both neighbours one process): tags.
+  auto send_tag = [&](int i) { return cartesian ? i : 0; };
+  auto recv_tag = [&](int j) { return cartesian ? (j ^ 1) : 0; };
   std::vector<MPI_Request> reqs;
   reqs.reserve(sources.size() + dests.size());
   int rc = MPI_SUCCESS;
@@ -156,9 +162,9 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
     reqs.push_back(MPI_REQUEST_NULL);
     rc = in.packed ? MPI_Irecv(in.base + in.s.byte_displs[static_cast<size_t>(i)],
                                static_cast<int>(int64_t{c} * in.s.plans[static_cast<size_t>(i)]->size), MPI_BYTE,
-                               sources[static_cast<size_t>(i)], 0, dup, &reqs.back())
+                               sources[static_cast<size_t>(i)], recv_tag(i), dup, &reqs.back())
                    : MPI_Irecv(piece_ptr(recv, i), c, recv.types[static_cast<size_t>(i)], sources[static_cast<size_t>(i)],
-                               0, dup, &reqs.back());
+                               recv_tag(i), dup, &reqs.back());
   }
   for (int i = 0; i < send.size() && rc == MPI_SUCCESS; ++i) {
     const int c = send.counts[static_cast<size_t>(i)];
@@ -166,9 +172,9 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
     reqs.push_back(MPI_REQUEST_NULL);
     rc = out.packed ? MPI_Isend(out.base + out.s.byte_displs[static_cast<size_t>(i)],
                                 static_cast<int>(int64_t{c} * out.s.plans[static_cast<size_t>(i)]->size), MPI_BYTE,
-                                dests[static_cast<size_t>(i)], 0, dup, &reqs.back())
+                                dests[static_cast<size_t>(i)], send_tag(i), dup, &reqs.back())
                     : MPI_Isend(piece_ptr(send, i), c, send.types[static_cast<size_t>(i)], dests[static_cast<size_t>(i)],
-                                0, dup, &reqs.back());
+                                send_tag(i), dup, &reqs.back());
   }
   const int wrc = MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
   if (rc == MPI_SUCCESS) rc = wrc;

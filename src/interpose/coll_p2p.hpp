@@ -22,11 +22,14 @@ namespace dtmpi::interpose {
 
 // Whether blocking all-to-all collectives on `comm` take exchange_p2p.
 bool p2p_collectives(MPI_Comm comm);
-// Neighbours of a communicator with a topology, in MPI's order; false without one.
-bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests);
+// Neighbours of a communicator with a topology, in MPI's order (and whether
+// it is Cartesian); false without one.
+bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool* cartesian = nullptr);
 // Sends piece i of `send` to dests[i], receives piece j of `recv` from
-// sources[j]; returns when all is delivered. An MPI error code.
+// sources[j]; returns when all is delivered. An MPI error code. Repeated
+// neighbours pair as MPI-4.1 sec. 8.6 says (`cartesian`: block s lands in
+// block s^1; else the k-th message between two ranks in the k-th receive).
 int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
-                 const std::vector<int>& sources, MPI_Comm comm);
+                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian = false);
 
 }  // namespace dtmpi::interpose

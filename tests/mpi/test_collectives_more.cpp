@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -205,19 +206,30 @@ TEST(MoreCollectives, BcastFromEveryRoot) {
   }
 }
 
+// A ring as a distributed graph, each neighbour once (with 2 ranks: one
+// neighbour), so that the system MPI is a sound oracle: MPICH 4.0 pairs
+// repeated edges against the standard (see RepeatedNeighborsPairAsTheStandardSays).
+MPI_Comm distinct_ring(int me, int n, int& degree) {
+  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
+  degree = n > 2 ? 2 : 1;
+  MPI_Comm ring = MPI_COMM_NULL;
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, degree, nb + (n > 2 ? 0 : 1), MPI_UNWEIGHTED, degree,
+                                 nb + (n > 2 ? 0 : 1), MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &ring);
+  return ring;
+}
+
 TEST(MoreCollectives, NeighborAllgathers) {
   const int me = rank_of(), n = size_of();
   Types t;
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
+  int degree = 0;
+  MPI_Comm ring = distinct_ring(me, n, degree);
+  ASSERT_NE(ring, MPI_COMM_NULL);
   auto sbuf = filled(9, me, 1);
   std::vector<double> want(40, -1), got = want;
   ASSERT_EQ(PMPI_Neighbor_allgather(sbuf.data(), 3, t.strided, want.data(), 3, t.contig, ring), MPI_SUCCESS);
   ASSERT_EQ(MPI_Neighbor_allgather(sbuf.data(), 3, t.strided, got.data(), 3, t.contig, ring), MPI_SUCCESS);
   EXPECT_EQ(got, want);
-  const int rc[2] = {3, 3}, rd[2] = {7, 1};
+  const int rc[2] = {3, 3}, rd[2] = {7, 1};  // with one neighbour: only the first
   want.assign(40, -1);
   got = want;
   ASSERT_EQ(PMPI_Neighbor_allgatherv(sbuf.data(), 3, t.contig, want.data(), rc, rd, t.strided, ring), MPI_SUCCESS);
@@ -474,6 +486,66 @@ TEST(MoreCollectives, RandomTypesEveryCollective) {
                           MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_TRUE(wgot == wwant) << "alltoallw";
   for (auto& t : types) dtmpi::testing::free_type(t);
+}
+
+// Repeated neighbours pair as MPI-4.1 sec. 8.6 defines: on a distributed
+// graph the k-th message from p to q lands in q's k-th receive slot from p;
+// on a Cartesian topology block s of the sender lands in block s^1 of the
+// receiver, also when a periodic dimension of 1 or 2 processes makes both
+// neighbours one process. Checked against values computed from those rules
+// (not against the system MPI: MPICH 4.0's neighbor_alltoall reverses the
+// receive order on graphs), on dtmpi's point-to-point path.
+TEST(MoreCollectives, RepeatedNeighborsPairAsTheStandardSays) {
+  const char* host = std::getenv("DTMPI_TEST_STAGE_HOST");
+  if (!host || std::string(host) != "1") GTEST_SKIP() << "the point-to-point path runs in the host test mode";
+  const int me = rank_of(), n = size_of();
+  Types t;
+  auto block_value = [](int rank, int block, int k) { return rank * 1000.0 + block * 10.0 + k; };
+  auto run = [&](MPI_Comm comm, const std::vector<int>& srcs, const std::vector<int>& dsts,
+                 const std::function<std::pair<int, int>(int)>& origin, const char* what) {
+    const int in = static_cast<int>(srcs.size()), out = static_cast<int>(dsts.size());
+    std::vector<double> sbuf(static_cast<size_t>(out * 3)), rbuf(static_cast<size_t>(in * 3), -1);
+    for (int b = 0; b < out; ++b)
+      for (int k = 0; k < 2; ++k) sbuf[static_cast<size_t>(b * 3 + k)] = block_value(me, b, k);
+    ASSERT_EQ(MPI_Neighbor_alltoall(sbuf.data(), 1, t.strided, rbuf.data(), 1, t.strided, comm), MPI_SUCCESS);
+    for (int j = 0; j < in; ++j) {
+      const auto [rank, block] = origin(j);
+      for (int k = 0; k < 2; ++k)
+        EXPECT_EQ(rbuf[static_cast<size_t>(j * 3 + k)], block_value(rank, block, k)) << what << " slot " << j;
+      EXPECT_EQ(rbuf[static_cast<size_t>(j * 3 + 2)], -1) << what << " gap " << j;
+    }
+  };
+  // a distributed graph: each rank lists its right neighbour twice and its left once, both ways
+  const int left = (me + n - 1) % n, right = (me + 1) % n;
+  std::vector<int> dsts{right, left, right}, srcs{left, right, left};
+  MPI_Comm graph;
+  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 3, srcs.data(), MPI_UNWEIGHTED, 3, dsts.data(),
+                                           MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph), MPI_SUCCESS);
+  run(graph, srcs, dsts, [&](int j) {
+    const int p = srcs[static_cast<size_t>(j)];
+    int k = 0;  // this is the k-th slot from p ...
+    for (int i = 0; i < j; ++i) k += srcs[static_cast<size_t>(i)] == p;
+    const std::vector<int> pd{(p + 1) % n, (p + n - 1) % n, (p + 1) % n};  // ... so p's k-th block to me
+    for (int b = 0; b < 3; ++b)
+      if (pd[static_cast<size_t>(b)] == me && k-- == 0) return std::make_pair(p, b);
+    return std::make_pair(-1, -1);
+  }, "graph");
+  MPI_Comm_free(&graph);
+  // a periodic Cartesian grid n x 1: dimension 0 of n processes, dimension 1 of 1
+  const int dims[2] = {n, 1}, periods[2] = {1, 1};
+  MPI_Comm cart;
+  ASSERT_EQ(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart), MPI_SUCCESS);
+  int cme = 0;
+  MPI_Comm_rank(cart, &cme);
+  std::vector<int> cn;
+  for (int d = 0; d < 2; ++d) {
+    int lo, hi;
+    MPI_Cart_shift(cart, d, 1, &lo, &hi);
+    cn.push_back(lo);
+    cn.push_back(hi);
+  }
+  run(cart, cn, cn, [&](int j) { return std::make_pair(cn[static_cast<size_t>(j)], j ^ 1); }, "cart");
+  MPI_Comm_free(&cart);
 }
 
 // Zero counts cost nothing (no staging) and the calls above were staged.
