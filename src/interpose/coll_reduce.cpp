@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/log.hpp"
+#include "runtime/config.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/real_mpi.hpp"
@@ -43,6 +44,9 @@ bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   if (buf == MPI_IN_PLACE) return false;
   tp::UserBuffer b;
   if (!must_stage(buf, count, type, b)) return false;
+  // host memory staged only in the host test mode: a reduction on the user's
+  // own layout gains nothing from a copy (dtmpi's host packing is for moves)
+  if (!rt::on_gpu(b.info) && !rt::config().test_stage_host) return false;
   MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   PMPI_Type_get_extent(type, &lb, &extent);

@@ -4,8 +4,6 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
-#include "runtime/config.hpp"
-#include "runtime/lifecycle.hpp"
 #include "transport/transfer.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -44,18 +42,6 @@ bool same_memory(const rt::PointerInfo& a, const rt::PointerInfo& b) {
   return a.kind == b.kind && a.device == b.device;
 }
 
-
-// Host memory with a non-contiguous type of small blocks: dtmpi's CPU packer
-// and one exchange of bytes beat the system MPI's own datatype handling
-// (bench/results/halo-cpu-*). `b` is what must_stage found (host memory).
-constexpr int64_t kHostPackMaxBlock = 512;
-bool packs_better(int count, MPI_Datatype t, const tp::UserBuffer& b) {
-  if (!rt::active() || !rt::config().host_collectives || rt::on_gpu(b.info)) return false;
-  const type::PackPlan* plan = type::find_plan(t);
-  int64_t offset = 0;
-  return plan && !plan->contiguous_for_count(count, offset) && tp::typical_block(*plan) <= kHostPackMaxBlock;
-}
-
 }  // namespace
 
 // Whether `p` must be staged; fills plans and memory. Each distinct type is
@@ -74,7 +60,7 @@ bool needs_staging(const Pieces& p, Staged& s) {
     asked = t;
     tp::UserBuffer b;
     const int c = p.counts[static_cast<size_t>(i)];
-    const bool must = must_stage(piece_of(p, i), c, t, b) || packs_better(c, t, b);
+    const bool must = must_stage(piece_of(p, i), c, t, b);
     if (every_piece) s.infos[static_cast<size_t>(i)] = b.info;
     if (must && !stage) {
       stage = true;

@@ -7,8 +7,10 @@
 
 namespace dtmpi::interpose {
 
-// True if (buf, count, type) must be staged (GPU memory, or a derived type in
-// the host test mode); fills `b`. False: the system MPI takes it as it is.
+// True if (buf, count, type) must be staged (GPU memory; host memory with a
+// non-contiguous small-block type dtmpi packs better, DTMPI_HOST_STAGING; any
+// derived type in the host test mode); fills `b`. False: the system MPI takes
+// it as it is.
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
 
 struct RecvRoute {

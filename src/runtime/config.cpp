@@ -13,9 +13,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_DISABLE", "0", "1: every MPI call goes straight to the system MPI (pure pass-through)"},
     {"DTMPI_HOST_PACK", "1",
      "0: MPI_Pack/MPI_Unpack on host memory use the system MPI instead of dtmpi's packer"},
-    {"DTMPI_HOST_COLLECTIVES", "1",
-     "0: collectives on host memory always take the user's datatypes to the system MPI (1: non-contiguous "
-     "types of small blocks are packed by dtmpi and exchanged as bytes)"},
+    {"DTMPI_HOST_STAGING", "1",
+     "1: host buffers whose datatype is non-contiguous with blocks of at most 512 bytes are packed by dtmpi and "
+     "travel as bytes (point-to-point and collectives); 0: the system MPI takes the user's datatypes"},
     {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info, debug, or decisions (info + each first method choice)"},
     {"DTMPI_CACHE_DIR", "$XDG_CACHE_HOME/dtmpi", "where dtmpi-measure writes and MPI_Init reads the performance model"},
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
@@ -75,7 +75,7 @@ Config read_environment() {
   Config c;
   c.disable = flag("DTMPI_DISABLE", false);
   c.host_pack = flag("DTMPI_HOST_PACK", true);
-  c.host_collectives = flag("DTMPI_HOST_COLLECTIVES", true);
+  c.host_staging = flag("DTMPI_HOST_STAGING", true);
   c.stats = flag("DTMPI_STATS", false);
   c.log = text("DTMPI_LOG", "warn");
   c.log_decisions = c.log == "decisions";

@@ -11,7 +11,7 @@ namespace dtmpi::runtime {
 struct Config {
   bool disable = false;    // DTMPI_DISABLE: every call a pure pass-through
   bool host_pack = true;   // DTMPI_HOST_PACK: our CPU packer for MPI_Pack/Unpack
-  bool host_collectives = true;  // DTMPI_HOST_COLLECTIVES: pack small-block host types for collectives
+  bool host_staging = true;  // DTMPI_HOST_STAGING: dtmpi packs small-block host types (p2p and collectives)
   bool stats = false;      // DTMPI_STATS: print counters at MPI_Finalize
   std::string log = "warn";// DTMPI_LOG: error|warn|info|debug|decisions
   bool log_decisions = false;  // DTMPI_LOG=decisions: info level plus each first method decision

@@ -9,11 +9,15 @@ namespace {
 
 constexpr int kMinClass = 8;        // 256 B
 constexpr int kMaxClass = 40;
-constexpr size_t kKeepPerClass = 8;  // free buffers kept per class; more go back to malloc
+// Free buffers kept: enough for a halo exchange's 26 pieces each way in one
+// size class; beyond the bounds they go back to malloc.
+constexpr size_t kKeepPerClass = 64;
+constexpr size_t kKeepBytes = size_t{1} << 30;
 
 struct Pool {
   std::mutex mu;
   std::vector<void*> free[kMaxClass + 1];
+  size_t kept_bytes = 0;
 };
 
 Pool& pool() {
@@ -38,6 +42,7 @@ HostBuffer host_pool_acquire(size_t bytes) {
     if (!p.free[c].empty()) {
       b.ptr = p.free[c].back();
       p.free[c].pop_back();
+      p.kept_bytes -= b.capacity;
       return b;
     }
   }
@@ -50,8 +55,10 @@ void host_pool_release(HostBuffer b) {
   auto& p = pool();
   {
     std::lock_guard lock(p.mu);
-    if (b.cls >= kMinClass && b.cls <= kMaxClass && p.free[b.cls].size() < kKeepPerClass) {
+    if (b.cls >= kMinClass && b.cls <= kMaxClass && p.free[b.cls].size() < kKeepPerClass &&
+        p.kept_bytes + b.capacity <= kKeepBytes) {
       p.free[b.cls].push_back(b.ptr);
+      p.kept_bytes += b.capacity;
       return;
     }
   }
