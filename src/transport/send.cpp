@@ -193,9 +193,11 @@ int64_t typical_pitch(const type::PackPlan& plan) {
 
 Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::PointerInfo& info, int peer_world) {
   const std::string& m = rt::config().method;
-  // multi-message methods need a known peer, and are only used from kMultiMin
-  // bytes (what receivers rely on to recognize descriptors)
-  const bool multi = bytes >= kMultiMin && peer_world >= 0 && peers_ready();
+  // multi-message methods need a known peer, are only used from kMultiMin
+  // bytes (what receivers rely on to recognize descriptors), and only in a
+  // job whose receivers look for descriptors (not with a CUDA-aware system
+  // MPI, nor in a job without GPUs: host data staged there travels as one message)
+  const bool multi = bytes >= kMultiMin && peer_world >= 0 && peers_ready() && descriptors_possible();
   if (m == "oneshot") return Method::kOneShot;
   if (m == "staged") return Method::kStaged;
   if ((m == "pipelined" || m == "device") && !multi) return bytes <= kOneShotLimit ? Method::kOneShot : Method::kStaged;
