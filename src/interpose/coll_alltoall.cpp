@@ -23,7 +23,7 @@ bool p2p_everyone(MPI_Comm comm, const void* sb, MPI_Request* req, std::vector<i
 }
 bool p2p_neighbors(MPI_Comm comm, MPI_Request* req, std::vector<int>& sources, std::vector<int>& dests,
                    bool& cartesian) {
-  return !req && p2p_collectives(comm) && neighbor_lists(comm, sources, dests, &cartesian);
+  return !req && p2p_neighbor_collectives(comm) && neighbor_lists(comm, sources, dests, &cartesian);
 }
 
 int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,

@@ -1,5 +1,7 @@
 #include "interpose/coll_p2p.hpp"
 
+#include <mutex>
+
 #include "base/log.hpp"
 #include "runtime/real_mpi.hpp"
 #include "transport/peers.hpp"
@@ -22,13 +24,18 @@ int delete_dup(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-MPI_Comm private_dup(MPI_Comm comm) {
-  if (g_dup_keyval == MPI_KEYVAL_INVALID)
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g_dup_keyval, nullptr);
+// The duplicate of `comm`, or MPI_COMM_NULL; `create`: make it if missing
+// (collective: only where every rank of `comm` is in the same call).
+MPI_Comm private_dup(MPI_Comm comm, bool create) {
+  if (g_dup_keyval == MPI_KEYVAL_INVALID) {
+    static std::once_flag once;
+    std::call_once(once, [] { PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g_dup_keyval, nullptr); });
+  }
   void* value = nullptr;
   int flag = 0;
   PMPI_Comm_get_attr(comm, g_dup_keyval, &value, &flag);
   if (flag) return *static_cast<MPI_Comm*>(value);
+  if (!create) return MPI_COMM_NULL;
   auto* dup = new MPI_Comm(MPI_COMM_NULL);
   if (PMPI_Comm_dup(comm, dup) != MPI_SUCCESS) {
     delete dup;
@@ -90,6 +97,14 @@ bool p2p_collectives(MPI_Comm comm) {
   return !inter;
 }
 
+void prepare_p2p_collectives(MPI_Comm comm) {
+  if (p2p_collectives(comm)) private_dup(comm, true);
+}
+
+bool p2p_neighbor_collectives(MPI_Comm comm) {
+  return p2p_collectives(comm) && private_dup(comm, false) != MPI_COMM_NULL;
+}
+
 bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool* cartesian) {
   int kind = MPI_UNDEFINED;
   PMPI_Topo_test(comm, &kind);
@@ -130,7 +145,7 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
 
 int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
                  const std::vector<int>& sources, MPI_Comm comm, bool cartesian) {
-  const MPI_Comm dup = private_dup(comm);
+  const MPI_Comm dup = private_dup(comm, true);  // exists already for the neighborhood forms
   if (dup == MPI_COMM_NULL) return raise(comm, MPI_ERR_INTERN);
   rt::count(rt::Counter::kStagedCollectives);
   rt::count(rt::Counter::kP2pCollectives);

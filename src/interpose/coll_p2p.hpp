@@ -10,7 +10,11 @@
 //
 // Every rank of a communicator must take the same path: the choice depends
 // only on facts all ranks share (a job where some rank uses a GPU, an
-// intracommunicator, a blocking call without MPI_IN_PLACE).
+// intracommunicator, a blocking call without MPI_IN_PLACE; for the
+// neighborhood forms, a private duplicate made when dtmpi saw the topology
+// communicator created -- MPI_Dist_graph_create(_adjacent), MPI_Cart_create
+// -- because some applications call a neighborhood collective only on ranks
+// that have neighbours, a duplicate cannot be made later).
 #pragma once
 #include <mpi.h>
 
@@ -22,6 +26,11 @@ namespace dtmpi::interpose {
 
 // Whether blocking all-to-all collectives on `comm` take exchange_p2p.
 bool p2p_collectives(MPI_Comm comm);
+// The same for the neighborhood forms (the duplicate exists).
+bool p2p_neighbor_collectives(MPI_Comm comm);
+// At the creation of a topology communicator (collective over it): makes its
+// private duplicate if the point-to-point path applies.
+void prepare_p2p_collectives(MPI_Comm comm);
 // Neighbours of a communicator with a topology, in MPI's order (and whether
 // it is Cartesian); false without one.
 bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool* cartesian = nullptr);

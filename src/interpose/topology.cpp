@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "interpose/coll_p2p.hpp"
 #include "interpose/export.hpp"
 #include "runtime/config.hpp"
 #include "runtime/lifecycle.hpp"
@@ -71,10 +72,11 @@ bool reorderable(MPI_Comm comm, int reorder) {
 
 }  // namespace
 
-DTMPI_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
-                                                const int sourceweights[], int outdegree, const int destinations[],
-                                                const int destweights[], MPI_Info info, int reorder,
-                                                MPI_Comm* comm_dist_graph) {
+namespace {
+
+int create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree,
+                    const int destinations[], const int destweights[], MPI_Info info, int reorder,
+                    MPI_Comm* comm_dist_graph) {
   if (reorderable(comm_old, reorder) && indegree >= 0 && outdegree >= 0) {
     topo::Adjacency mine;
     mine.sources.assign(sources, sources + indegree);
@@ -89,9 +91,8 @@ DTMPI_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
                                               destweights, info, reorder, comm_dist_graph);
 }
 
-DTMPI_EXPORT int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
-                                       const int destinations[], const int weights[], MPI_Info info, int reorder,
-                                       MPI_Comm* comm_dist_graph) {
+int create_general(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[],
+                   const int weights[], MPI_Info info, int reorder, MPI_Comm* comm_dist_graph) {
   if (reorderable(comm_old, reorder) && n >= 0) {
     // any process may declare any edge: gather them all, then give every
     // vertex its own in- and out-lists (adjacent form)
@@ -124,4 +125,36 @@ DTMPI_EXPORT int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sourc
   }
   return REAL(MPI_Dist_graph_create)(comm_old, n, sources, degrees, destinations, weights, info, reorder,
                                      comm_dist_graph);
+}
+
+// Every member of a new topology communicator is in the call that creates
+// it: the one moment its private duplicate for the point-to-point
+// neighborhood collectives can be made collectively (interpose/coll_p2p.hpp).
+int with_collective_dup(int rc, MPI_Comm* created) {
+  if (rc == MPI_SUCCESS && created && *created != MPI_COMM_NULL) dtmpi::interpose::prepare_p2p_collectives(*created);
+  return rc;
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                                const int sourceweights[], int outdegree, const int destinations[],
+                                                const int destweights[], MPI_Info info, int reorder,
+                                                MPI_Comm* comm_dist_graph) {
+  return with_collective_dup(create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations,
+                                             destweights, info, reorder, comm_dist_graph),
+                             comm_dist_graph);
+}
+
+DTMPI_EXPORT int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+                                       const int destinations[], const int weights[], MPI_Info info, int reorder,
+                                       MPI_Comm* comm_dist_graph) {
+  return with_collective_dup(
+      create_general(comm_old, n, sources, degrees, destinations, weights, info, reorder, comm_dist_graph),
+      comm_dist_graph);
+}
+
+DTMPI_EXPORT int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
+                                 MPI_Comm* comm_cart) {
+  return with_collective_dup(REAL(MPI_Cart_create)(comm_old, ndims, dims, periods, reorder, comm_cart), comm_cart);
 }

@@ -30,6 +30,7 @@
   X(MPI_Probe)                   \
   X(MPI_Dist_graph_create_adjacent) \
   X(MPI_Dist_graph_create)       \
+  X(MPI_Cart_create)             \
   X(MPI_Alltoallv)               \
   X(MPI_Neighbor_alltoallv)      \
   X(MPI_Alltoallw)               \
