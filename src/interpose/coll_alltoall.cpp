@@ -33,14 +33,10 @@ int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Data
   return run_collective(uniform_side(sb, n, sc, st), uniform_side(rb, n, rc, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Ialltoall)(a, ac, at, b, bc, bt, comm, q)
-                                   : REAL(MPI_Alltoall)(a, ac, at, b, bc, bt, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Ialltoall)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm, q)
+                                   : REAL(MPI_Alltoall)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm);
                         });
 }
 
@@ -53,16 +49,12 @@ int alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, voi
   return run_collective(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int* ac = s ? s->counts.data() : sc;
-                          const int* ad = s ? s->displs.data() : sd;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const int* bd = r ? r->displs.data() : rd;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Ialltoallv)(a, ac, ad, at, b, bc, bd, bt, comm, q)
-                                   : REAL(MPI_Alltoallv)(a, ac, ad, at, b, bc, bd, bt, comm);
+                          const auto a = args(s, sb, sc, sd, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Ialltoallv)(a.buf, a.counts, a.displs, a.type,
+                                                          b.buf, b.counts, b.displs, b.type, comm, q)
+                                   : REAL(MPI_Alltoallv)(a.buf, a.counts, a.displs, a.type,
+                                                         b.buf, b.counts, b.displs, b.type, comm);
                         });
 }
 
@@ -75,16 +67,12 @@ int alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* 
   return run_collective(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int* ac = s ? s->counts.data() : sc;
-                          const int* ad = s ? s->byte_displs.data() : sd;
-                          const MPI_Datatype* at = s ? s->types.data() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const int* bd = r ? r->byte_displs.data() : rd;
-                          const MPI_Datatype* bt = r ? r->types.data() : rt;
-                          return q ? REAL(MPI_Ialltoallw)(a, ac, ad, at, b, bc, bd, bt, comm, q)
-                                   : REAL(MPI_Alltoallw)(a, ac, ad, at, b, bc, bd, bt, comm);
+                          const auto a = args(s, sb, sc, sd, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Ialltoallw)(a.buf, a.counts, a.displs, a.types,
+                                                          b.buf, b.counts, b.displs, b.types, comm, q)
+                                   : REAL(MPI_Alltoallw)(a.buf, a.counts, a.displs, a.types,
+                                                         b.buf, b.counts, b.displs, b.types, comm);
                         });
 }
 
@@ -98,14 +86,11 @@ int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
     return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm, cart);
   return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Ineighbor_alltoall)(a, ac, at, b, bc, bt, comm, q)
-                                   : REAL(MPI_Neighbor_alltoall)(a, ac, at, b, bc, bt, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Ineighbor_alltoall)(a.buf, a.count, a.type,
+                                                                  b.buf, b.count, b.type, comm, q)
+                                   : REAL(MPI_Neighbor_alltoall)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm);
                         });
 }
 
@@ -119,16 +104,12 @@ int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
     return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart);
   return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int* ac = s ? s->counts.data() : sc;
-                          const int* ad = s ? s->displs.data() : sd;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const int* bd = r ? r->displs.data() : rd;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Ineighbor_alltoallv)(a, ac, ad, at, b, bc, bd, bt, comm, q)
-                                   : REAL(MPI_Neighbor_alltoallv)(a, ac, ad, at, b, bc, bd, bt, comm);
+                          const auto a = args(s, sb, sc, sd, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Ineighbor_alltoallv)(a.buf, a.counts, a.displs, a.type,
+                                                                   b.buf, b.counts, b.displs, b.type, comm, q)
+                                   : REAL(MPI_Neighbor_alltoallv)(a.buf, a.counts, a.displs, a.type,
+                                                                  b.buf, b.counts, b.displs, b.type, comm);
                         });
 }
 
@@ -142,16 +123,12 @@ int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const 
     return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart);
   return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(), topo ? w_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int* ac = s ? s->counts.data() : sc;
-                          const MPI_Aint* ad = s ? s->aint() : sd;
-                          const MPI_Datatype* at = s ? s->types.data() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const MPI_Aint* bd = r ? r->aint() : rd;
-                          const MPI_Datatype* bt = r ? r->types.data() : rt;
-                          return q ? REAL(MPI_Ineighbor_alltoallw)(a, ac, ad, at, b, bc, bd, bt, comm, q)
-                                   : REAL(MPI_Neighbor_alltoallw)(a, ac, ad, at, b, bc, bd, bt, comm);
+                          const auto a = args(s, sb, sc, sd, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Ineighbor_alltoallw)(a.buf, a.counts, a.displs, a.types,
+                                                                   b.buf, b.counts, b.displs, b.types, comm, q)
+                                   : REAL(MPI_Neighbor_alltoallw)(a.buf, a.counts, a.displs, a.types,
+                                                                  b.buf, b.counts, b.displs, b.types, comm);
                         });
 }
 

@@ -43,14 +43,10 @@ int allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Dat
   return run_collective(one_piece(sb, sc, st), uniform_side(rb, n, rc, rt),
                         sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Iallgather)(a, ac, at, b, bc, bt, comm, q)
-                                   : REAL(MPI_Allgather)(a, ac, at, b, bc, bt, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Iallgather)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm, q)
+                                   : REAL(MPI_Allgather)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm);
                         });
 }
 
@@ -63,15 +59,12 @@ int allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc,
   return run_collective(one_piece(sb, sc, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const int* bd = r ? r->displs.data() : rd;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Iallgatherv)(a, ac, at, b, bc, bd, bt, comm, q)
-                                   : REAL(MPI_Allgatherv)(a, ac, at, b, bc, bd, bt, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Iallgatherv)(a.buf, a.count, a.type,
+                                                           b.buf, b.counts, b.displs, b.type, comm, q)
+                                   : REAL(MPI_Allgatherv)(a.buf, a.count, a.type,
+                                                          b.buf, b.counts, b.displs, b.type, comm);
                         });
 }
 
@@ -82,14 +75,11 @@ int neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
   const bool topo = neighbor_counts(comm, in, out);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Ineighbor_allgather)(a, ac, at, b, bc, bt, comm, q)
-                                   : REAL(MPI_Neighbor_allgather)(a, ac, at, b, bc, bt, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Ineighbor_allgather)(a.buf, a.count, a.type,
+                                                                   b.buf, b.count, b.type, comm, q)
+                                   : REAL(MPI_Neighbor_allgather)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm);
                         });
 }
 
@@ -100,15 +90,12 @@ int neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const
   const bool topo = neighbor_counts(comm, in, out);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const int* bd = r ? r->displs.data() : rd;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Ineighbor_allgatherv)(a, ac, at, b, bc, bd, bt, comm, q)
-                                   : REAL(MPI_Neighbor_allgatherv)(a, ac, at, b, bc, bd, bt, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Ineighbor_allgatherv)(a.buf, a.count, a.type,
+                                                                    b.buf, b.counts, b.displs, b.type, comm, q)
+                                   : REAL(MPI_Neighbor_allgatherv)(a.buf, a.count, a.type,
+                                                                   b.buf, b.counts, b.displs, b.type, comm);
                         });
 }
 
@@ -121,14 +108,10 @@ int gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Dataty
                         ro.root ? uniform_side(rb, n, rc, rt) : no_pieces(),
                         ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Igather)(a, ac, at, b, bc, bt, root, comm, q)
-                                   : REAL(MPI_Gather)(a, ac, at, b, bc, bt, root, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Igather)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm, q)
+                                   : REAL(MPI_Gather)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm);
                         });
 }
 
@@ -141,15 +124,12 @@ int gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, co
                         ro.root ? v_side(rb, n, rc, rd, rt) : no_pieces(),
                         ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int* bc = r ? r->counts.data() : rc;
-                          const int* bd = r ? r->displs.data() : rd;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Igatherv)(a, ac, at, b, bc, bd, bt, root, comm, q)
-                                   : REAL(MPI_Gatherv)(a, ac, at, b, bc, bd, bt, root, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rd, rt);
+                          return q ? REAL(MPI_Igatherv)(a.buf, a.count, a.type,
+                                                        b.buf, b.counts, b.displs, b.type, root, comm, q)
+                                   : REAL(MPI_Gatherv)(a.buf, a.count, a.type,
+                                                       b.buf, b.counts, b.displs, b.type, root, comm);
                         });
 }
 
@@ -161,14 +141,10 @@ int scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datat
   return run_collective(ro.root ? uniform_side(sb, n, sc, st) : no_pieces(),
                         ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int ac = s ? s->count() : sc;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Iscatter)(a, ac, at, b, bc, bt, root, comm, q)
-                                   : REAL(MPI_Scatter)(a, ac, at, b, bc, bt, root, comm);
+                          const auto a = args(s, sb, sc, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Iscatter)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm, q)
+                                   : REAL(MPI_Scatter)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm);
                         });
 }
 
@@ -180,15 +156,12 @@ int scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void
   return run_collective(ro.root ? v_side(sb, n, sc, sd, st) : no_pieces(),
                         ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
-                          const void* a = s ? s->ptr() : sb;
-                          const int* ac = s ? s->counts.data() : sc;
-                          const int* ad = s ? s->displs.data() : sd;
-                          const MPI_Datatype at = s ? s->type() : st;
-                          void* b = r ? r->ptr() : rb;
-                          const int bc = r ? r->count() : rc;
-                          const MPI_Datatype bt = r ? r->type() : rt;
-                          return q ? REAL(MPI_Iscatterv)(a, ac, ad, at, b, bc, bt, root, comm, q)
-                                   : REAL(MPI_Scatterv)(a, ac, ad, at, b, bc, bt, root, comm);
+                          const auto a = args(s, sb, sc, sd, st);
+                          const auto b = args(r, rb, rc, rt);
+                          return q ? REAL(MPI_Iscatterv)(a.buf, a.counts, a.displs, a.type,
+                                                         b.buf, b.count, b.type, root, comm, q)
+                                   : REAL(MPI_Scatterv)(a.buf, a.counts, a.displs, a.type,
+                                                        b.buf, b.count, b.type, root, comm);
                         });
 }
 

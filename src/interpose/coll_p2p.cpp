@@ -166,31 +166,26 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
   // Cartesian topologies, block s of the sender with block s^1 of the
   // receiver (the other side of the same dimension, also when a periodic
   // dimension of 1 or 2 processes makes both neighbours one process): tags.
-  auto send_tag = [&](int i) { return cartesian ? i : 0; };
-  auto recv_tag = [&](int j) { return cartesian ? (j ^ 1) : 0; };
   std::vector<MPI_Request> reqs;
   reqs.reserve(sources.size() + dests.size());
   int rc = MPI_SUCCESS;
-  for (int i = 0; i < recv.size() && rc == MPI_SUCCESS; ++i) {
-    const int c = recv.counts[static_cast<size_t>(i)];
-    if (c <= 0 || sources[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
-    reqs.push_back(MPI_REQUEST_NULL);
-    rc = in.packed ? MPI_Irecv(in.base + in.s.byte_displs[static_cast<size_t>(i)],
-                               static_cast<int>(int64_t{c} * in.s.plans[static_cast<size_t>(i)]->size), MPI_BYTE,
-                               sources[static_cast<size_t>(i)], recv_tag(i), dup, &reqs.back())
-                   : MPI_Irecv(piece_ptr(recv, i), c, recv.types[static_cast<size_t>(i)], sources[static_cast<size_t>(i)],
-                               recv_tag(i), dup, &reqs.back());
-  }
-  for (int i = 0; i < send.size() && rc == MPI_SUCCESS; ++i) {
-    const int c = send.counts[static_cast<size_t>(i)];
-    if (c <= 0 || dests[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
-    reqs.push_back(MPI_REQUEST_NULL);
-    rc = out.packed ? MPI_Isend(out.base + out.s.byte_displs[static_cast<size_t>(i)],
-                                static_cast<int>(int64_t{c} * out.s.plans[static_cast<size_t>(i)]->size), MPI_BYTE,
-                                dests[static_cast<size_t>(i)], send_tag(i), dup, &reqs.back())
-                    : MPI_Isend(piece_ptr(send, i), c, send.types[static_cast<size_t>(i)], dests[static_cast<size_t>(i)],
-                                send_tag(i), dup, &reqs.back());
-  }
+  // one message per piece with a count and a peer: a slice of the packed
+  // buffer as bytes, or the piece with its own datatype
+  auto post = [&](const Pieces& p, Side& side, const std::vector<int>& peers, bool sending) {
+    for (int i = 0; i < p.size() && rc == MPI_SUCCESS; ++i) {
+      const auto k = static_cast<size_t>(i);
+      if (p.counts[k] <= 0 || peers[k] == MPI_PROC_NULL) continue;
+      const int tag = !cartesian ? 0 : sending ? i : (i ^ 1);
+      void* buf = side.packed ? side.base + side.s.byte_displs[k] : piece_ptr(p, i);
+      const int count = side.packed ? static_cast<int>(int64_t{p.counts[k]} * side.s.plans[k]->size) : p.counts[k];
+      const MPI_Datatype type = side.packed ? MPI_BYTE : p.types[k];
+      reqs.push_back(MPI_REQUEST_NULL);
+      rc = sending ? MPI_Isend(buf, count, type, peers[k], tag, dup, &reqs.back())
+                   : MPI_Irecv(buf, count, type, peers[k], tag, dup, &reqs.back());
+    }
+  };
+  post(recv, in, sources, false);
+  post(send, out, dests, true);
   const int wrc = MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
   if (rc == MPI_SUCCESS) rc = wrc;
   if (rc != MPI_SUCCESS) return rc;  // reported by the call that failed

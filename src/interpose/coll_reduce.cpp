@@ -105,16 +105,7 @@ int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool in
   if (rc == MPI_SUCCESS && c->stage_out) rc = copy_in(c->out, in_place || !c->out.contiguous);
   if (rc != MPI_SUCCESS) return raise(comm, rc);
   rc = call(c->stage_in ? c->in.mpi_ptr() : sb, c->stage_out ? c->out.mpi_ptr() : rb, req);
-  if (rc != MPI_SUCCESS) return rc;
-  if (!req) {
-    rc = c->finish();
-    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
-  }
-  rt::PendingOp op;
-  op.kind = rt::PendingOp::Kind::kCompletion;
-  op.completion = std::move(c);
-  rt::track(*req, std::move(op));
-  return MPI_SUCCESS;
+  return complete(std::move(c), comm, req, rc);
 }
 
 bool is_inter(MPI_Comm comm) {

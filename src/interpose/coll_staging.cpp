@@ -209,7 +209,7 @@ bool prepare(StagedCall& c, InPlace in_place, int& rc) {
   return true;
 }
 
-int complete(std::shared_ptr<StagedCall> c, MPI_Comm comm, MPI_Request* request, int rc) {
+int complete(std::shared_ptr<rt::Completion> c, MPI_Comm comm, MPI_Request* request, int rc) {
   if (rc != MPI_SUCCESS) return rc;  // the system MPI has reported it
   if (!request) {
     rc = c->finish();

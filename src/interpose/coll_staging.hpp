@@ -77,6 +77,45 @@ struct Staged {
   }
 };
 
+// The arguments the system MPI gets for one side: the staged layout where the
+// side is staged (`s` not null), else the user's own. Uniform forms (one
+// count), v forms (counts, displacements in elements), w forms (byte
+// displacements, a type per piece; int or MPI_Aint displacements).
+struct UniformArgs {
+  void* buf;
+  int count;
+  MPI_Datatype type;
+};
+inline UniformArgs args(Staged* s, const void* buf, int count, MPI_Datatype type) {
+  return s ? UniformArgs{s->ptr(), s->count(), s->type()} : UniformArgs{const_cast<void*>(buf), count, type};
+}
+struct VArgs {
+  void* buf;
+  const int* counts;
+  const int* displs;
+  MPI_Datatype type;
+};
+inline VArgs args(Staged* s, const void* buf, const int* counts, const int* displs, MPI_Datatype type) {
+  return s ? VArgs{s->ptr(), s->counts.data(), s->displs.data(), s->type()}
+           : VArgs{const_cast<void*>(buf), counts, displs, type};
+}
+template <class Displ>
+struct WArgs {
+  void* buf;
+  const int* counts;
+  const Displ* displs;
+  const MPI_Datatype* types;
+};
+inline WArgs<int> args(Staged* s, const void* buf, const int* counts, const int* displs, const MPI_Datatype* types) {
+  return s ? WArgs<int>{s->ptr(), s->counts.data(), s->byte_displs.data(), s->types.data()}
+           : WArgs<int>{const_cast<void*>(buf), counts, displs, types};
+}
+inline WArgs<MPI_Aint> args(Staged* s, const void* buf, const int* counts, const MPI_Aint* displs,
+                            const MPI_Datatype* types) {
+  return s ? WArgs<MPI_Aint>{s->ptr(), s->counts.data(), s->aint(), s->types.data()}
+           : WArgs<MPI_Aint>{const_cast<void*>(buf), counts, displs, types};
+}
+
 // Which pieces of the receiving side hold input already (MPI_IN_PLACE):
 // they are packed into the staging buffer before the exchange.
 struct InPlace {
@@ -108,8 +147,10 @@ std::vector<runtime::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPl
 // Classifies both sides and stages what must be; false: nothing to stage.
 // Returns an MPI error code in `rc` when staging failed.
 bool prepare(StagedCall& c, InPlace in_place, int& rc);
-// Tracks `request` (non-blocking) or finishes now (blocking).
-int complete(std::shared_ptr<StagedCall> c, MPI_Comm comm, MPI_Request* request, int rc);
+// After the system MPI's call returned `rc`: finishes `c` now (blocking,
+// `request` null) or when `request` completes (non-blocking). Shared by the
+// staged collectives and the reductions.
+int complete(std::shared_ptr<runtime::Completion> c, MPI_Comm comm, MPI_Request* request, int rc);
 
 // Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`
 // calls the system MPI with a staged side's layout where not null and the

@@ -16,6 +16,7 @@
 
 #include "base/cuda_check.hpp"
 #include "pack/gpu_pack.hpp"
+#include "pack/gpu_strided_offset.cuh"
 
 namespace dtmpi::pack {
 namespace {
@@ -26,6 +27,7 @@ constexpr int kBatchMax = 32;  // entries per launch: the parameter block stays 
 constexpr int kUnroll = 4;
 
 struct BatchEntry {
+  int64_t offset;  // always 0: the piece's strided offset is in `user` (strided_offset reads it)
   char* user;      // user buffer + the piece's strided offset
   char* packed;
   uint64_t first;  // first word of this entry in the launch's word space
@@ -55,22 +57,7 @@ __device__ __forceinline__ void locate(const BatchArgs& a, Index g, Word*& user,
   }
   const BatchEntry& e = a.e[lo];
   const Index local = g - static_cast<Index>(e.first);
-  const Index wpb = static_cast<Index>(e.words_per_block);
-  Index blk = local / wpb;
-  const Index w = local - blk * wpb;
-  int64_t off = static_cast<int64_t>(w) * static_cast<int64_t>(sizeof(Word));
-#pragma unroll
-  for (int d = 0; d < kBatchDims; ++d) {
-    if (d >= e.ndims) break;
-    if (d == e.ndims - 1) {
-      off += static_cast<int64_t>(blk) * e.stride[d];
-    } else {
-      const Index c = static_cast<Index>(e.count[d]);
-      const Index q = blk / c;
-      off += static_cast<int64_t>(blk - q * c) * e.stride[d];
-      blk = q;
-    }
-  }
+  const int64_t off = strided_offset<Word, Index, -1>(e, local, static_cast<Index>(e.words_per_block));
   user = reinterpret_cast<Word*>(e.user + off);
   packed = reinterpret_cast<Word*>(e.packed) + local;
 }

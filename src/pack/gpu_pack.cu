@@ -24,6 +24,7 @@
 
 #include "base/cuda_check.hpp"
 #include "pack/gpu_pack.hpp"
+#include "pack/gpu_strided_offset.cuh"
 
 namespace dtmpi::pack {
 namespace {
@@ -56,28 +57,6 @@ StridedArgsN<N> shrink(const StridedArgs& a) {
     b.stride[d] = a.stride[d];
   }
   return b;
-}
-
-// User offset of packed word g (block b = g / words_per_block, word w).
-template <typename Word, typename Index, int kDims, typename Args>
-__device__ __forceinline__ int64_t strided_offset(const Args& a, Index g, Index words_per_block) {
-  const int nd = kDims >= 0 ? kDims : a.ndims;
-  Index blk = g / words_per_block;
-  const Index w = g - blk * words_per_block;
-  int64_t off = a.offset + static_cast<int64_t>(w) * static_cast<int64_t>(sizeof(Word));
-#pragma unroll
-  for (int d = 0; d < (kDims >= 0 ? kDims : type::kMaxDims); ++d) {
-    if (d >= nd) break;
-    if (d == nd - 1) {  // the outermost dim needs no modulo
-      off += static_cast<int64_t>(blk) * a.stride[d];
-    } else {
-      const Index c = static_cast<Index>(a.count[d]);
-      const Index q = blk / c;
-      off += static_cast<int64_t>(blk - q * c) * a.stride[d];
-      blk = q;
-    }
-  }
-  return off;
 }
 
 // Each thread moves kUnroll words per iteration, all loads issued before the

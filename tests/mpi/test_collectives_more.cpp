@@ -16,20 +16,13 @@
 #include <vector>
 
 #include "common/random_types.hpp"
+#include "common/mpi_world.hpp"
 #include "dtmpi/dtmpi.h"
 
 namespace {
 
-int rank_of() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using dtmpi::testing::world_rank;
+using dtmpi::testing::world_size;
 
 // Element types with the signature "2 doubles": strided (3 doubles apart),
 // contiguous derived, and named (MPI_DOUBLE, count doubled).
@@ -65,7 +58,7 @@ const int kCombos[][2] = {{0, 1}, {1, 0}, {0, 0}, {2, 0}, {0, 2}};
 }  // namespace
 
 TEST(MoreCollectives, AlltoallAndInPlace) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   for (auto [sk, rk] : kCombos) {
     const int c = 5;
@@ -100,7 +93,7 @@ TEST(MoreCollectives, AlltoallAndInPlace) {
 }
 
 TEST(MoreCollectives, AllgatherAndAllgathervAndInPlace) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   std::mt19937 rng(42);  // same on every rank
   for (auto [sk, rk] : kCombos) {
@@ -136,7 +129,7 @@ TEST(MoreCollectives, AllgatherAndAllgathervAndInPlace) {
 }
 
 TEST(MoreCollectives, GatherScatterAtEveryRoot) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   for (int root = 0; root < n; ++root) {
     for (auto [sk, rk] : kCombos) {
@@ -193,7 +186,7 @@ TEST(MoreCollectives, GatherScatterAtEveryRoot) {
 // Bcast from every root; the root's type strided, the others' contiguous
 // (same element size), including a message large enough to be segmented.
 TEST(MoreCollectives, BcastFromEveryRoot) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   for (int count : {1, 7, 300000}) {
     for (int root = 0; root < n; ++root) {
@@ -219,7 +212,7 @@ MPI_Comm distinct_ring(int me, int n, int& degree) {
 }
 
 TEST(MoreCollectives, NeighborAllgathers) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   int degree = 0;
   MPI_Comm ring = distinct_ring(me, n, degree);
@@ -273,7 +266,7 @@ void sum2(void* in, void* inout, int* len, MPI_Datatype* t) {
 // Reductions on a strided type (the gaps must keep their bytes), in place,
 // every root.
 TEST(MoreCollectives, Reductions) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   MPI_Op user, sum;
   MPI_Op_create(absmax, 1, &user);
@@ -324,7 +317,7 @@ TEST(MoreCollectives, Reductions) {
 // Non-blocking forms: several in flight at once, completed by one Waitall,
 // results unpacked at completion.
 TEST(MoreCollectives, NonBlockingFormsInFlightTogether) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   auto sbuf = filled(static_cast<size_t>(n * 4 * 3), me, 5);
   std::vector<double> w1(static_cast<size_t>(n * 4 * 3), -1), g1 = w1, w2 = w1, g2 = w1, w3(12, -1), g3 = w3,
@@ -412,7 +405,7 @@ struct TypedBuffer {
 // Every collective with random derived types on both sides and random counts,
 // against the system MPI.
 TEST(MoreCollectives, RandomTypesEveryCollective) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   auto types = usable_random_types(2026, 10);
   std::mt19937 rng(99);  // same draws on every rank
   for (size_t k = 0; k < types.size() && !::testing::Test::HasFailure(); ++k) {
@@ -498,7 +491,7 @@ TEST(MoreCollectives, RandomTypesEveryCollective) {
 TEST(MoreCollectives, RepeatedNeighborsPairAsTheStandardSays) {
   const char* host = std::getenv("DTMPI_TEST_STAGE_HOST");
   if (!host || std::string(host) != "1") GTEST_SKIP() << "the point-to-point path runs in the host test mode";
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Types t;
   auto block_value = [](int rank, int block, int k) { return rank * 1000.0 + block * 10.0 + k; };
   auto run = [&](MPI_Comm comm, const std::vector<int>& srcs, const std::vector<int>& dsts,

@@ -12,20 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "common/mpi_world.hpp"
 #include "dtmpi/dtmpi.h"
 
 namespace {
 
-int rank_of() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using dtmpi::testing::world_rank;
+using dtmpi::testing::world_size;
 
 // A device copy of a host vector of doubles.
 struct Dev {
@@ -65,7 +58,7 @@ struct Strided {  // 2 of every 3 doubles
 }  // namespace
 
 TEST(GpuCollectives, AlltoallAllgatherGatherScatterBcast) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Strided s;
   const int c = 5000;  // elements of 2 doubles per piece
   auto src = filled(static_cast<size_t>(n * c * 3), me, 1);
@@ -130,7 +123,7 @@ TEST(GpuCollectives, AlltoallAllgatherGatherScatterBcast) {
 }
 
 TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Strided s;
   const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
   MPI_Comm ring;
@@ -171,7 +164,7 @@ void absmax(void* in, void* inout, int* len, MPI_Datatype*) {
 }  // namespace
 
 TEST(GpuCollectives, ReductionsOnDeviceBuffers) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   const int c = 100000;
   auto src = filled(static_cast<size_t>(n * c), me, 6);
   for (size_t i = 0; i < src.size(); i += 7) src[i] = -src[i];
@@ -218,7 +211,7 @@ TEST(GpuCollectives, ReductionsOnDeviceBuffers) {
 }
 
 TEST(GpuCollectives, NonBlockingOnDeviceBuffers) {
-  const int me = rank_of(), n = size_of();
+  const int me = world_rank(), n = world_size();
   Strided s;
   const int c = 3000;
   auto src = filled(static_cast<size_t>(n * c * 3), me, 7);
