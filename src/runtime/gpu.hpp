@@ -109,6 +109,11 @@ int current_device();
 // and a marker that tells when it is done. Markers are pooled CUDA events.
 using GpuMarker = void*;
 Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int device);
+// Queues the unpack of `count` elements from device-accessible `packed` (a
+// peer's buffer mapped over CUDA IPC) into GPU memory `user` on dtmpi's
+// stream of ui.device, and a marker after it.
+Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
+                               const PointerInfo& ui);
 // True once the work before `m` is done; an error (a fault) is returned as such.
 Result<bool> marker_done(GpuMarker m);
 void release_marker(GpuMarker m);

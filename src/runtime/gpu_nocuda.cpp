@@ -73,6 +73,9 @@ Result<DeviceBuffer> acquire_device_buffer(int, size_t) { return Error{kErrUnsup
 void release_device_buffer(DeviceBuffer& b) { b.ptr = nullptr; }
 int current_device() { return 0; }
 Result<GpuMarker> copy_async(void*, const void*, size_t, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<GpuMarker> unpack_async(const type::PackPlan&, int64_t, const void*, void*, const PointerInfo&) {
+  return Error{kErrUnsupported, "built without CUDA"};
+}
 Result<bool> marker_done(GpuMarker) { return true; }
 void release_marker(GpuMarker) {}
 Result<IpcRegion> ipc_export(const void*, bool) { return Error{kErrUnsupported, "built without CUDA"}; }

@@ -43,11 +43,10 @@ std::mutex g_markers_mu;
 std::vector<cudaEvent_t> g_free_markers;
 }  // namespace
 
-Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int device) {
-  DeviceScope scope(device);
-  auto s = stream_for(device);
-  if (!s) return s.error();
-  DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.value()));
+namespace {
+
+// A pooled event recorded on `s` (a stream of the current device).
+Result<GpuMarker> record_marker(cudaStream_t s) {
   cudaEvent_t ev = nullptr;
   {
     std::lock_guard lock(g_markers_mu);
@@ -58,14 +57,39 @@ Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int devic
   }
   // an event records only on a stream of the device it was created on: a
   // recycled event from another device fails to record and is replaced
-  if (ev && cudaEventRecord(ev, s.value()) == cudaSuccess) return static_cast<GpuMarker>(ev);
+  if (ev && cudaEventRecord(ev, s) == cudaSuccess) return static_cast<GpuMarker>(ev);
   if (ev) {
     cudaGetLastError();
     cudaEventDestroy(ev);
   }
   DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s.value()));
+  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s));
   return static_cast<GpuMarker>(ev);
+}
+
+}  // namespace
+
+Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.value()));
+  return record_marker(s.value());
+}
+
+Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
+                               const PointerInfo& ui) {
+  DeviceScope scope(ui.device);
+  auto s = stream_for(ui.device);
+  if (!s) return s.error();
+  int64_t offset = 0;
+  if (plan.contiguous_for_count(count, offset)) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset, packed, static_cast<size_t>(count * plan.size),
+                                     cudaMemcpyDefault, s.value()));
+  } else {
+    DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value()));
+  }
+  return record_marker(s.value());
 }
 
 Result<bool> marker_done(GpuMarker m) {

@@ -207,6 +207,10 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     return;
   }
   if (d.wire == Wire::kIpc && read_over_ipc()) {
+    if (!markers_.empty()) {  // queued on the GPU: acknowledged once it is done
+      state_ = State::kIpcUnpack;
+      return;
+    }
     send_ack(Ack::kRead);
     state_ = State::kAck;
     return;
@@ -252,6 +256,18 @@ bool ReceiveOp::read_over_ipc() {
   pi.device = device;
   const int64_t elements = d_.total_bytes / b_.plan->size;
   rt::count(rt::Counter::kIpcReads);
+  if (rt::on_gpu(b_.info)) {
+    // queued, not waited for: the next messages' work queues behind it while
+    // step() watches its marker (the sender's buffer is released at the ack)
+    auto m = rt::unpack_async(*b_.plan, elements, peer.value(), b_.ptr, b_.info);
+    if (!m) {
+      DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", m.error().what.c_str());
+      error = MPI_ERR_OTHER;
+    } else {
+      markers_.push_back(m.value());
+    }
+    return true;
+  }
   auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info);
   if (!ok) {
     DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
@@ -339,6 +355,17 @@ bool ReceiveOp::step() {
       deliver_packed(payload_.ptr, d_.total_bytes);
       state_ = State::kAck;
       return step();
+    case State::kIpcUnpack: {
+      auto done = rt::marker_done(markers_.back());
+      if (done && !done.value()) return false;
+      if (!done) {
+        DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", done.error().what.c_str());
+        pending_error_ = MPI_ERR_OTHER;
+      }
+      send_ack(Ack::kRead);
+      state_ = State::kAck;
+      return step();
+    }
     case State::kAck:
       PMPI_Test(&ack_req_, &flag, MPI_STATUS_IGNORE);
       if (!flag) return false;

@@ -79,7 +79,7 @@ class ReceiveOp final : public Operation {
   void cancel() override;
 
  private:
-  enum class State { kLanding, kChunks, kAck, kPayload, kDrain, kDone };
+  enum class State { kLanding, kChunks, kIpcUnpack, kAck, kPayload, kDrain, kDone };
   void landed(MPI_Status& st);
   void begin_multi(const Descriptor& d);
   bool read_descriptor(int bytes_received, const MPI_Status& st, Descriptor& d);
