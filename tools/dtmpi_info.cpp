@@ -5,14 +5,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "runtime/config.hpp"
 #include "runtime/system_info.hpp"
 #include "type/ir.hpp"
 #include "type/translate.hpp"
 #include "type_catalog.hpp"
-
-#include "runtime/config.hpp"
 #include "transport/predict.hpp"
 #include "transport/transfer.hpp"
 
@@ -33,10 +32,32 @@ static void print_system() {
   std::printf("configuration    :\n");
   for (const auto& v : rt::kVariables) {
     const char* set = std::getenv(v.name);
-    std::printf("  %-16s = %-6s %s\n", v.name, set ? set : v.default_value, set ? "(set)" : "(default)");
+    std::printf("  %-22s = %-6s %s\n", v.name, set ? set : v.default_value, set ? "(set)" : "(default)");
   }
   for (const auto& name : rt::unknown_variables())
     std::printf("  %s is set but unknown to dtmpi\n", name.c_str());
+  // what the interposer does with which buffers (docs/point-to-point.md, docs/collectives.md)
+  const auto& c = rt::config();
+  const bool gpu_here = rt::gpu_enabled();
+  const std::string host_rule = "non-contiguous with blocks <= " +
+                                std::to_string(dtmpi::transport::kHostPackMaxBlock) +
+                                " B packed by dtmpi (p2p and collectives); others to the system MPI as they are";
+  std::printf("decisions        :\n");
+  std::printf("  host datatypes : %s\n",
+              c.host_staging ? host_rule.c_str() : "all to the system MPI as they are (DTMPI_HOST_STAGING=0)");
+  const bool aware_mpi = aware == rt::CudaAware::kYes || c.cuda_aware == "1";
+  std::printf("  GPU buffers    : %s\n",
+              !gpu_here   ? "none usable in this process"
+              : aware_mpi ? "contiguous ones to the CUDA-aware system MPI, others packed on the GPU and handed over"
+                          : "through dtmpi's transport (method per message: DTMPI_METHOD / the performance model)");
+  std::printf("  collectives    : %s\n",
+              gpu_here && !aware_mpi
+                  ? "blocking Alltoallv/w and neighborhood all-to-all point to point through dtmpi (GPU to GPU); "
+                    "other forms staged through host memory with batched packing"
+                  : "staged (batched packing) only where a side needs it; everything else to the system MPI");
+  std::printf("  GPU ordering   : %s\n", c.gpu_order_legacy
+                                             ? "waits for the legacy default stream (safe after a pageable cudaMemcpy)"
+                                             : "dtmpi's own streams only (DTMPI_GPU_ORDER=stream)");
   // the performance model MPI_Init would load, and what it decides
   const std::string gpu = rt::gpu_enabled() && !gpus.names.empty() ? gpus.names[0] : "";
   const std::string path = dtmpi::transport::load_model(1, gpu);

@@ -13,13 +13,11 @@ namespace rt = dtmpi::runtime;
 namespace {
 
 // Host data with a non-contiguous layout of small blocks: dtmpi's CPU packer
-// and one message of bytes beat the system MPIs' datatype engines
-// (bench/results/halo-cpu-*).
-constexpr int64_t kHostPackMaxBlock = 512;
+// and one message of bytes beat the system MPIs' datatype engines.
 bool host_packs_better(const type::PackPlan& plan, int count) {
   int64_t offset = 0;
   return rt::config().host_staging && !plan.contiguous_for_count(count, offset) &&
-         transport::typical_block(plan) <= kHostPackMaxBlock;
+         transport::typical_block(plan) <= transport::kHostPackMaxBlock;
 }
 
 }  // namespace
