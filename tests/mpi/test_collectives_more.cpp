@@ -431,3 +431,68 @@ TEST(MoreCollectives, StagingPathWasTakenAndZeroCountsSkipIt) {
   ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, &x, 0, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_EQ(staged(), before);
 }
+
+// Intercommunicators: the roots' MPI_ROOT / MPI_PROC_NULL roles and the
+// remote group's sizes, with a strided type on every side, against the
+// system MPI.
+TEST(MoreCollectives, IntercommunicatorRoles) {
+  const int me = world_rank(), n = world_size();
+  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+  Types t;
+  const int color = me % 2;
+  MPI_Comm local, inter;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, color, me, &local), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - color, 7, &inter), MPI_SUCCESS);
+  int lme = 0, remote = 0;
+  MPI_Comm_rank(local, &lme);
+  MPI_Comm_remote_size(inter, &remote);
+  const int c = 3;
+  // group 0's rank 0 is the root; the rest of group 0 is MPI_PROC_NULL; group 1 names it as remote rank 0
+  const int root = color == 0 ? (lme == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+  auto src = filled(static_cast<size_t>((remote + n) * c * 3), me, 1);
+  {  // bcast
+    auto want = filled(static_cast<size_t>(c * 3), me, 2), got = want;
+    ASSERT_EQ(PMPI_Bcast(want.data(), c, t.strided, root, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Bcast(got.data(), c, t.strided, root, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "bcast";
+  }
+  {  // gather to the root from the remote group
+    std::vector<double> want(static_cast<size_t>(remote * c * 3), -1), got = want;
+    ASSERT_EQ(PMPI_Gather(src.data(), c, t.strided, want.data(), c, t.strided, root, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Gather(src.data(), c, t.strided, got.data(), c, t.strided, root, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "gather";
+  }
+  {  // scatter from the root to the remote group
+    std::vector<double> want(static_cast<size_t>(c * 3), -1), got = want;
+    ASSERT_EQ(PMPI_Scatter(src.data(), c, t.strided, want.data(), c, t.strided, root, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Scatter(src.data(), c, t.strided, got.data(), c, t.strided, root, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "scatter";
+  }
+  {  // allgather and alltoall across the groups
+    std::vector<double> want(static_cast<size_t>(remote * c * 3), -1), got = want;
+    ASSERT_EQ(PMPI_Allgather(src.data(), c, t.strided, want.data(), c, t.strided, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allgather(src.data(), c, t.strided, got.data(), c, t.strided, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "allgather";
+    want.assign(want.size(), -1);
+    got = want;
+    ASSERT_EQ(PMPI_Alltoall(src.data(), c, t.strided, want.data(), c, t.strided, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Alltoall(src.data(), c, t.strided, got.data(), c, t.strided, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "alltoall";
+  }
+  {  // reductions with a user op
+    MPI_Op sum;
+    MPI_Op_create(sum2, 1, &sum);
+    std::vector<double> want(static_cast<size_t>(c * 3), -5), got = want;
+    ASSERT_EQ(PMPI_Allreduce(src.data(), want.data(), c, t.strided, sum, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(src.data(), got.data(), c, t.strided, sum, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "allreduce";
+    want.assign(want.size(), -5);
+    got = want;
+    ASSERT_EQ(PMPI_Reduce(src.data(), want.data(), c, t.strided, sum, root, inter), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce(src.data(), got.data(), c, t.strided, sum, root, inter), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "reduce";
+    MPI_Op_free(&sum);
+  }
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+}
