@@ -3,7 +3,6 @@
 #include <mutex>
 
 #include "base/log.hpp"
-#include "runtime/real_mpi.hpp"
 #include "transport/peers.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -12,9 +11,9 @@ namespace tp = dtmpi::transport;
 namespace dtmpi::interpose {
 namespace {
 
-// The communicator's private duplicate, made on first use (collectively: every
-// rank of `comm` is in the same collective call and takes this path) and
-// freed with `comm`.
+// The communicator's private duplicate, kept as an attribute and freed with
+// `comm`: made where every rank of `comm` is in one call -- the creation of a
+// topology communicator, or the first blocking Alltoallv/w on `comm`.
 int g_dup_keyval = MPI_KEYVAL_INVALID;
 
 int delete_dup(MPI_Comm, int, void* value, void*) {
