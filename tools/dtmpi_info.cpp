@@ -41,7 +41,8 @@ static void print_system() {
   const bool gpu_here = rt::gpu_enabled();
   const std::string host_rule = "non-contiguous with blocks <= " +
                                 std::to_string(dtmpi::transport::kHostPackMaxBlock) +
-                                " B packed by dtmpi (p2p and collectives); others to the system MPI as they are";
+                                " B (up to " + std::to_string(dtmpi::transport::kHostPackMaxBytes >> 20) +
+                                " MiB a buffer) packed by dtmpi (p2p and collectives); others to the system MPI as they are";
   std::printf("decisions        :\n");
   std::printf("  host datatypes : %s\n",
               c.host_staging ? host_rule.c_str() : "all to the system MPI as they are (DTMPI_HOST_STAGING=0)");

@@ -16,8 +16,8 @@ namespace {
 // and one message of bytes beat the system MPIs' datatype engines.
 bool host_packs_better(const type::PackPlan& plan, int count) {
   int64_t offset = 0;
-  return rt::config().host_staging && !plan.contiguous_for_count(count, offset) &&
-         transport::typical_block(plan) <= transport::kHostPackMaxBlock;
+  return rt::config().host_staging && int64_t{count} * plan.size <= transport::kHostPackMaxBytes &&
+         !plan.contiguous_for_count(count, offset) && transport::typical_block(plan) <= transport::kHostPackMaxBlock;
 }
 
 }  // namespace

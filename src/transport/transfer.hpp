@@ -38,6 +38,9 @@ inline constexpr int64_t kOneShotLimit = 256 * 1024;
 // many bytes are packed by dtmpi (DTMPI_HOST_STAGING): below it the system
 // MPIs' datatype engines lose to dtmpi's CPU packer (bench/results/halo-cpu-*).
 inline constexpr int64_t kHostPackMaxBlock = 512;
+// ... up to this many packed bytes per buffer: beyond it the system MPI's
+// streaming convertor costs no second copy of the data in memory.
+inline constexpr int64_t kHostPackMaxBytes = int64_t{64} << 20;
 const char* method_name(Method m);
 inline bool is_multi(Method m) { return m == Method::kPipelined || m == Method::kDevice; }
 
