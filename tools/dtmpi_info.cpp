@@ -53,7 +53,7 @@ static void print_system() {
                           : "through dtmpi's transport (method per message: DTMPI_METHOD / the performance model)");
   std::printf("  collectives    : %s\n",
               gpu_here && !aware_mpi
-                  ? "blocking Alltoallv/w and neighborhood all-to-all point to point through dtmpi (GPU to GPU); "
+                  ? "blocking Alltoallv/w, neighborhood all-to-all and allgather point to point through dtmpi (GPU to GPU); "
                     "other forms staged through host memory with batched packing"
                   : "staged (batched packing) only where a side needs it; everything else to the system MPI");
   std::printf("  GPU ordering   : %s\n", c.gpu_order_legacy

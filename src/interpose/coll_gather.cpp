@@ -1,7 +1,9 @@
 // Gathers, scatters, broadcast and the neighbor allgathers, blocking and
 // non-blocking, through the staging path (interpose/coll_staging.hpp) when a
-// buffer is one the system MPI cannot take. Arguments MPI ignores on a rank
+// buffer is one the system MPI cannot take; in a job with GPUs the blocking
+// neighbor allgathers go point to point (interpose/coll_p2p.hpp). Arguments MPI ignores on a rank
 // (a non-root's receive buffer of a gather, ...) are never looked at.
+#include "interpose/coll_p2p.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/real_mpi.hpp"
@@ -73,6 +75,9 @@ int neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
+  bool cart = false;
+  if (std::vector<int> srcs, dsts; topo && !req && p2p_neighbor_collectives(comm) && neighbor_lists(comm, srcs, dsts, &cart))
+    return exchange_p2p(one_piece(sb, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm, cart, true);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -88,6 +93,9 @@ int neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
+  bool cart = false;
+  if (std::vector<int> srcs, dsts; topo && !req && p2p_neighbor_collectives(comm) && neighbor_lists(comm, srcs, dsts, &cart))
+    return exchange_p2p(one_piece(sb, sc, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart, true);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);

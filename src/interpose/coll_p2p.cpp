@@ -143,7 +143,7 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
 }
 
 int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
-                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian) {
+                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian, bool send_to_all) {
   const MPI_Comm dup = private_dup(comm, true);  // exists already for the neighborhood forms
   if (dup == MPI_COMM_NULL) return raise(comm, MPI_ERR_INTERN);
   rt::count(rt::Counter::kStagedCollectives);
@@ -171,16 +171,18 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
   // one message per piece with a count and a peer: a slice of the packed
   // buffer as bytes, or the piece with its own datatype
   auto post = [&](const Pieces& p, Side& side, const std::vector<int>& peers, bool sending) {
-    for (int i = 0; i < p.size() && rc == MPI_SUCCESS; ++i) {
-      const auto k = static_cast<size_t>(i);
-      if (p.counts[k] <= 0 || peers[k] == MPI_PROC_NULL) continue;
+    const bool all = sending && send_to_all;
+    for (int i = 0; i < (all ? static_cast<int>(peers.size()) : p.size()) && rc == MPI_SUCCESS; ++i) {
+      const auto k = all ? size_t{0} : static_cast<size_t>(i);  // the piece
+      if (p.counts[k] <= 0 || peers[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
       const int tag = !cartesian ? 0 : sending ? i : (i ^ 1);
-      void* buf = side.packed ? side.base + side.s.byte_displs[k] : piece_ptr(p, i);
+      void* buf = side.packed ? side.base + side.s.byte_displs[k] : piece_ptr(p, static_cast<int>(k));
       const int count = side.packed ? static_cast<int>(int64_t{p.counts[k]} * side.s.plans[k]->size) : p.counts[k];
       const MPI_Datatype type = side.packed ? MPI_BYTE : p.types[k];
       reqs.push_back(MPI_REQUEST_NULL);
-      rc = sending ? MPI_Isend(buf, count, type, peers[k], tag, dup, &reqs.back())
-                   : MPI_Irecv(buf, count, type, peers[k], tag, dup, &reqs.back());
+      const int peer = peers[static_cast<size_t>(i)];
+      rc = sending ? MPI_Isend(buf, count, type, peer, tag, dup, &reqs.back())
+                   : MPI_Irecv(buf, count, type, peer, tag, dup, &reqs.back());
     }
   };
   post(recv, in, sources, false);

@@ -24,7 +24,8 @@
 
 namespace dtmpi::interpose {
 
-// Whether blocking all-to-all collectives on `comm` take exchange_p2p.
+// Whether blocking all-to-all collectives on `comm` take exchange_p2p
+// (the neighbor allgathers too, with the neighborhood rule below).
 bool p2p_collectives(MPI_Comm comm);
 // The same for the neighborhood forms (the duplicate exists).
 bool p2p_neighbor_collectives(MPI_Comm comm);
@@ -38,7 +39,9 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
 // sources[j]; returns when all is delivered. An MPI error code. Repeated
 // neighbours pair as MPI-4.1 sec. 8.6 says (`cartesian`: block s lands in
 // block s^1; else the k-th message between two ranks in the k-th receive).
+// `send_to_all`: `send` is one piece that goes to every destination (the
+// neighbor allgathers), packed once.
 int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
-                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian = false);
+                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian = false, bool send_to_all = false);
 
 }  // namespace dtmpi::interpose

@@ -382,6 +382,12 @@ TEST(MoreCollectives, RepeatedNeighborsPairAsTheStandardSays) {
         EXPECT_EQ(rbuf[static_cast<size_t>(j * 3 + k)], block_value(rank, block, k)) << what << " slot " << j;
       EXPECT_EQ(rbuf[static_cast<size_t>(j * 3 + 2)], -1) << what << " gap " << j;
     }
+    // the allgather form: every slot j holds sources[j]'s one block
+    std::vector<double> one{block_value(me, 9, 0), block_value(me, 9, 1), 0}, all(static_cast<size_t>(in * 3), -1);
+    ASSERT_EQ(MPI_Neighbor_allgather(one.data(), 1, t.strided, all.data(), 1, t.strided, comm), MPI_SUCCESS);
+    for (int j = 0; j < in; ++j)
+      for (int k = 0; k < 2; ++k)
+        EXPECT_EQ(all[static_cast<size_t>(j * 3 + k)], block_value(srcs[static_cast<size_t>(j)], 9, k)) << what << " allgather " << j;
   };
   // a distributed graph: each rank lists its right neighbour twice and its left once, both ways
   const int left = (me + n - 1) % n, right = (me + 1) % n;
