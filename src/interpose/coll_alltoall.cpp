@@ -13,19 +13,6 @@ using namespace dtmpi::interpose;
 
 namespace {
 
-// The point-to-point form (interpose/coll_p2p.hpp) of a blocking call, when it
-// applies: every rank to every rank, or along the topology's neighbours.
-bool p2p_everyone(MPI_Comm comm, const void* sb, MPI_Request* req, std::vector<int>& peers) {
-  if (req || sb == MPI_IN_PLACE || !p2p_collectives(comm)) return false;
-  peers.resize(static_cast<size_t>(peers_of(comm)));
-  for (size_t i = 0; i < peers.size(); ++i) peers[i] = static_cast<int>(i);
-  return true;
-}
-bool p2p_neighbors(MPI_Comm comm, MPI_Request* req, std::vector<int>& sources, std::vector<int>& dests,
-                   bool& cartesian) {
-  return !req && p2p_neighbor_collectives(comm) && neighbor_lists(comm, sources, dests, &cartesian);
-}
-
 int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
              MPI_Request* req) {
   tp::poll();
@@ -44,8 +31,8 @@ int alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, voi
               MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
-  if (std::vector<int> all; p2p_everyone(comm, sb, req, all))
-    return exchange_p2p(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt), all, all, comm);
+  if (P2pRoute route; p2p_route_everyone(comm, sb, req, route))
+    return exchange_p2p(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt), route, comm);
   return run_collective(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -62,8 +49,8 @@ int alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* 
               const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
-  if (std::vector<int> all; p2p_everyone(comm, sb, req, all))
-    return exchange_p2p(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt), all, all, comm);
+  if (P2pRoute route; p2p_route_everyone(comm, sb, req, route))
+    return exchange_p2p(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt), route, comm);
   return run_collective(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -81,9 +68,8 @@ int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  bool cart = false;
-  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts, cart))
-    return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm, cart);
+  if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
+    return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), route, comm);
   return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -99,9 +85,8 @@ int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  bool cart = false;
-  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts, cart))
-    return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart);
+  if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
+    return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), route, comm);
   return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
@@ -118,9 +103,8 @@ int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const 
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  bool cart = false;
-  if (std::vector<int> srcs, dsts; topo && p2p_neighbors(comm, req, srcs, dsts, cart))
-    return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart);
+  if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
+    return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), route, comm);
   return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(), topo ? w_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);

@@ -75,9 +75,8 @@ int neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  bool cart = false;
-  if (std::vector<int> srcs, dsts; topo && !req && p2p_neighbor_collectives(comm) && neighbor_lists(comm, srcs, dsts, &cart))
-    return exchange_p2p(one_piece(sb, sc, st), uniform_side(rb, in, rc, rt), dsts, srcs, comm, cart, true);
+  if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
+    return exchange_p2p(one_piece(sb, sc, st), uniform_side(rb, in, rc, rt), route, comm, true);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -93,9 +92,8 @@ int neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
-  bool cart = false;
-  if (std::vector<int> srcs, dsts; topo && !req && p2p_neighbor_collectives(comm) && neighbor_lists(comm, srcs, dsts, &cart))
-    return exchange_p2p(one_piece(sb, sc, st), v_side(rb, in, rc, rd, rt), dsts, srcs, comm, cart, true);
+  if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
+    return exchange_p2p(one_piece(sb, sc, st), v_side(rb, in, rc, rd, rt), route, comm, true);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);

@@ -83,10 +83,6 @@ int prepare_side(const Pieces& p, Side& side, bool receiving) {
   return MPI_SUCCESS;
 }
 
-char* piece_ptr(const Pieces& p, int i) {
-  return const_cast<char*>(static_cast<const char*>(p.buf)) + p.displs[static_cast<size_t>(i)];
-}
-
 }  // namespace
 
 bool p2p_collectives(MPI_Comm comm) {
@@ -100,11 +96,9 @@ void prepare_p2p_collectives(MPI_Comm comm) {
   if (p2p_collectives(comm)) private_dup(comm, true);
 }
 
-bool p2p_neighbor_collectives(MPI_Comm comm) {
-  return p2p_collectives(comm) && private_dup(comm, false) != MPI_COMM_NULL;
-}
+namespace {
 
-bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool* cartesian) {
+bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool& cartesian) {
   int kind = MPI_UNDEFINED;
   PMPI_Topo_test(comm, &kind);
   if (kind == MPI_DIST_GRAPH) {
@@ -116,7 +110,7 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
     return PMPI_Dist_graph_neighbors(comm, in, sources.data(), weighted ? sw.data() : MPI_UNWEIGHTED, out,
                                      dests.data(), weighted ? dw.data() : MPI_UNWEIGHTED) == MPI_SUCCESS;
   }
-  if (cartesian) *cartesian = kind == MPI_CART;
+  cartesian = kind == MPI_CART;
   if (kind == MPI_CART) {  // per dimension: the lower neighbour, then the upper
     int nd = 0;
     PMPI_Cartdim_get(comm, &nd);
@@ -142,8 +136,26 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
   return false;
 }
 
-int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
-                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian, bool send_to_all) {
+}  // namespace
+
+bool p2p_route_everyone(MPI_Comm comm, const void* sendbuf, MPI_Request* req, P2pRoute& route) {
+  if (req || sendbuf == MPI_IN_PLACE || !p2p_collectives(comm)) return false;
+  route.sources.resize(static_cast<size_t>(peers_of(comm)));
+  for (size_t i = 0; i < route.sources.size(); ++i) route.sources[i] = static_cast<int>(i);
+  route.dests = route.sources;
+  route.cartesian = false;
+  return true;
+}
+
+bool p2p_route_neighbors(MPI_Comm comm, MPI_Request* req, P2pRoute& route) {
+  return !req && p2p_collectives(comm) && private_dup(comm, false) != MPI_COMM_NULL &&
+         neighbor_lists(comm, route.sources, route.dests, route.cartesian);
+}
+
+int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm comm, bool send_to_all) {
+  const std::vector<int>& sources = route.sources;
+  const std::vector<int>& dests = route.dests;
+  const bool cartesian = route.cartesian;
   const MPI_Comm dup = private_dup(comm, true);  // exists already for the neighborhood forms
   if (dup == MPI_COMM_NULL) return raise(comm, MPI_ERR_INTERN);
   rt::count(rt::Counter::kStagedCollectives);
@@ -176,7 +188,7 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>&
       const auto k = all ? size_t{0} : static_cast<size_t>(i);  // the piece
       if (p.counts[k] <= 0 || peers[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
       const int tag = !cartesian ? 0 : sending ? i : (i ^ 1);
-      void* buf = side.packed ? side.base + side.s.byte_displs[k] : piece_ptr(p, static_cast<int>(k));
+      void* buf = side.packed ? side.base + side.s.byte_displs[k] : p.piece(static_cast<int>(k));
       const int count = side.packed ? static_cast<int>(int64_t{p.counts[k]} * side.s.plans[k]->size) : p.counts[k];
       const MPI_Datatype type = side.packed ? MPI_BYTE : p.types[k];
       reqs.push_back(MPI_REQUEST_NULL);

@@ -27,21 +27,30 @@ namespace dtmpi::interpose {
 // Whether blocking all-to-all collectives on `comm` take exchange_p2p
 // (the neighbor allgathers too, with the neighborhood rule below).
 bool p2p_collectives(MPI_Comm comm);
-// The same for the neighborhood forms (the duplicate exists).
-bool p2p_neighbor_collectives(MPI_Comm comm);
 // At the creation of a topology communicator (collective over it): makes its
 // private duplicate if the point-to-point path applies.
 void prepare_p2p_collectives(MPI_Comm comm);
-// Neighbours of a communicator with a topology, in MPI's order (and whether
-// it is Cartesian); false without one.
-bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool* cartesian = nullptr);
-// Sends piece i of `send` to dests[i], receives piece j of `recv` from
-// sources[j]; returns when all is delivered. An MPI error code. Repeated
-// neighbours pair as MPI-4.1 sec. 8.6 says (`cartesian`: block s lands in
-// block s^1; else the k-th message between two ranks in the k-th receive).
-// `send_to_all`: `send` is one piece that goes to every destination (the
-// neighbor allgathers), packed once.
-int exchange_p2p(const Pieces& send, const Pieces& recv, const std::vector<int>& dests,
-                 const std::vector<int>& sources, MPI_Comm comm, bool cartesian = false, bool send_to_all = false);
+
+// The peers of a blocking call's point-to-point form: piece i of the send
+// side goes to dests[i], piece j of the receive side comes from sources[j];
+// `cartesian`: repeated neighbours pair as on a Cartesian topology.
+struct P2pRoute {
+  std::vector<int> sources, dests;
+  bool cartesian = false;
+};
+// Every rank to every rank (Alltoallv/w): blocking, not in place. False: the
+// point-to-point form does not apply.
+bool p2p_route_everyone(MPI_Comm comm, const void* sendbuf, MPI_Request* req, P2pRoute& route);
+// Along the topology's neighbours, in MPI's order (neighborhood forms): blocking,
+// on a topology communicator whose private duplicate exists.
+bool p2p_route_neighbors(MPI_Comm comm, MPI_Request* req, P2pRoute& route);
+
+// Exchanges the pieces along `route`; returns when all is delivered. An MPI
+// error code. Repeated neighbours pair as MPI-4.1 sec. 8.6 says (Cartesian:
+// block s lands in block s^1; else the k-th message between two ranks in the
+// k-th receive). `send_to_all`: `send` is one piece that goes to every
+// destination (the neighbor allgathers), packed once.
+int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm comm,
+                 bool send_to_all = false);
 
 }  // namespace dtmpi::interpose

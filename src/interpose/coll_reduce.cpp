@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "base/log.hpp"
-#include "runtime/config.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/real_mpi.hpp"
@@ -43,10 +42,7 @@ struct Span {
 bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   if (buf == MPI_IN_PLACE) return false;
   tp::UserBuffer b;
-  if (!must_stage(buf, count, type, b)) return false;
-  // host memory staged only in the host test mode: a reduction on the user's
-  // own layout gains nothing from a copy (dtmpi's host packing is for moves)
-  if (!rt::on_gpu(b.info) && !rt::config().test_stage_host) return false;
+  if (!must_stage(buf, count, type, b, HostPacking::kNever)) return false;
   MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   PMPI_Type_get_extent(type, &lb, &extent);
@@ -95,6 +91,7 @@ struct ReduceCall final : rt::Completion {
 template <class Call>
 int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool in_place, MPI_Datatype type,
                   MPI_Comm comm, MPI_Request* req, Call call) {
+  if (!may_stage(type, HostPacking::kNever)) return call(sb, rb, req);  // nothing to look at
   auto c = std::make_shared<ReduceCall>();
   c->stage_in = sb && needs_span(sb, in_count, type, c->in);
   c->stage_out = rb && needs_span(rb, out_count, type, c->out);

@@ -34,15 +34,23 @@ Pieces v_side(const void* buf, int n, const int* counts, const int* displs, MPI_
 
 namespace {
 
-char* piece_of(const Pieces& p, int i) {
-  return const_cast<char*>(static_cast<const char*>(p.buf)) + p.displs[static_cast<size_t>(i)];
-}
-
 bool same_memory(const rt::PointerInfo& a, const rt::PointerInfo& b) {
   return a.kind == b.kind && a.device == b.device;
 }
 
 }  // namespace
+
+bool may_stage_side(const Pieces& p) {
+  if (p.buf == MPI_IN_PLACE) return false;
+  MPI_Datatype asked = MPI_DATATYPE_NULL;
+  for (int i = 0; i < p.size(); ++i) {
+    const MPI_Datatype t = p.types[static_cast<size_t>(i)];
+    if (p.counts[static_cast<size_t>(i)] <= 0 || t == asked) continue;
+    if (may_stage(t)) return true;
+    asked = t;
+  }
+  return false;
+}
 
 // Whether `p` must be staged; fills plans and memory. Each distinct type is
 // asked once (a v side asks once) -- except with MPI_BOTTOM, where absolute
@@ -60,7 +68,7 @@ bool needs_staging(const Pieces& p, Staged& s) {
     asked = t;
     tp::UserBuffer b;
     const int c = p.counts[static_cast<size_t>(i)];
-    const bool must = must_stage(piece_of(p, i), c, t, b);
+    const bool must = must_stage(p.piece(i), c, t, b);
     if (every_piece) s.infos[static_cast<size_t>(i)] = b.info;
     if (must && !stage) {
       stage = true;
@@ -95,7 +103,7 @@ std::vector<rt::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace o
   for (int i = 0; i < p.size(); ++i) {
     if (p.counts[static_cast<size_t>(i)] <= 0) continue;
     if (only.kind == InPlace::kOne && i != only.piece) continue;
-    refs.push_back({s.plans[static_cast<size_t>(i)].get(), p.counts[static_cast<size_t>(i)], piece_of(p, i),
+    refs.push_back({s.plans[static_cast<size_t>(i)].get(), p.counts[static_cast<size_t>(i)], p.piece(i),
                     s.byte_displs[static_cast<size_t>(i)]});
   }
   return refs;
@@ -111,8 +119,8 @@ int pack_mixed(const Pieces& p, Staged& s, bool pack) {
     piece.ptr = static_cast<char*>(s.staging.ptr) + s.byte_displs[static_cast<size_t>(i)];
     const auto& plan = *s.plans[static_cast<size_t>(i)];
     const auto& info = s.infos[static_cast<size_t>(i)];
-    auto ok = pack ? rt::stage_out(plan, p.counts[static_cast<size_t>(i)], piece_of(p, i), info, piece, false)
-                   : rt::stage_in(plan, p.counts[static_cast<size_t>(i)], piece, piece_of(p, i), info, false);
+    auto ok = pack ? rt::stage_out(plan, p.counts[static_cast<size_t>(i)], p.piece(i), info, piece, false)
+                   : rt::stage_in(plan, p.counts[static_cast<size_t>(i)], piece, p.piece(i), info, false);
     if (!ok) return MPI_ERR_OTHER;
   }
   return MPI_SUCCESS;

@@ -30,6 +30,10 @@ struct Pieces {
   std::vector<int64_t> displs;
   std::vector<MPI_Datatype> types;
   int size() const { return static_cast<int>(counts.size()); }
+  // where piece i starts (MPI's element 0 of it)
+  char* piece(int i) const {
+    return const_cast<char*>(static_cast<const char*>(buf)) + displs[static_cast<size_t>(i)];
+  }
 };
 
 // n pieces of `count` elements each, back to back (alltoall, allgather, ...).
@@ -155,8 +159,13 @@ int complete(std::shared_ptr<runtime::Completion> c, MPI_Comm comm, MPI_Request*
 // Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`
 // calls the system MPI with a staged side's layout where not null and the
 // user's arguments otherwise; `req` null: the blocking form.
+// Whether some piece of `p` could be staged (its datatypes alone decide; no
+// pointer query): else the call goes to the system MPI with nothing allocated.
+bool may_stage_side(const Pieces& p);
+
 template <class Call>
 int run_collective(Pieces send, Pieces recv, InPlace in_place, MPI_Comm comm, MPI_Request* request, Call call) {
+  if (!may_stage_side(send) && !may_stage_side(recv)) return call(nullptr, nullptr, request);
   auto c = std::make_shared<StagedCall>();
   c->send = std::move(send);
   c->recv = std::move(recv);

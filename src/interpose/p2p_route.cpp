@@ -22,13 +22,22 @@ bool host_packs_better(const type::PackPlan& plan, int count) {
 
 }  // namespace
 
-bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b) {
+bool may_stage(MPI_Datatype type, HostPacking host) {
+  if (!rt::active()) return false;
+  if (rt::gpu_enabled()) return true;  // depends on where the buffer lives
+  // host memory only: derived types (plans), if any host rule applies
+  return (rt::config().test_stage_host || (host == HostPacking::kWhereBetter && rt::config().host_staging)) &&
+         type::find_plan(type) != nullptr;
+}
+
+bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b, HostPacking host) {
   if (!rt::active() || count <= 0 || buf == nullptr) return false;
   const type::PackPlan* known = type::find_plan(type);
   if (rt::gpu_enabled()) b.info = rt::pointer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0));
   if (!rt::on_gpu(b.info)) {
     // host memory: derived types dtmpi packs better (or any, in the host test mode)
-    if (!known || (!rt::config().test_stage_host && !host_packs_better(*known, count))) return false;
+    const bool better = host == HostPacking::kWhereBetter && known && host_packs_better(*known, count);
+    if (!known || (!rt::config().test_stage_host && !better)) return false;
   }
   b.plan = type::plan_for(type);
   if (!b.plan) {

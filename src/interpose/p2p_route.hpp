@@ -11,7 +11,14 @@ namespace dtmpi::interpose {
 // non-contiguous small-block type dtmpi packs better, DTMPI_HOST_STAGING; any
 // derived type in the host test mode); fills `b`. False: the system MPI takes
 // it as it is.
-bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
+// kNever: host memory is staged only in the host test mode (the reductions:
+// they work on the user's own layout, a packed copy gains nothing).
+enum class HostPacking { kWhereBetter, kNever };
+bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b,
+                HostPacking host = HostPacking::kWhereBetter);
+// Whether a buffer of `type` could be staged at all in this process, without
+// looking at the buffer: false lets a caller skip all staging work.
+bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
 
 struct RecvRoute {
   transport::UserBuffer buffer;
