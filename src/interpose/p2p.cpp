@@ -7,6 +7,7 @@
 // descriptor on that envelope and the rest on a private communicator.
 // See docs/point-to-point.md.
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "interpose/export.hpp"
 #include "interpose/p2p_route.hpp"
 #include "runtime/real_mpi.hpp"
@@ -79,6 +80,7 @@ int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm 
                                                : tp::choose_method(b.bytes, tp::typical_block(*b.plan), tp::typical_pitch(*b.plan),
                                                                    b.info, dest_world);
   if (tp::is_multi(m)) {
+    DTMPI_TRACE("send: routed");
     int rc = tp::send_multi(b, m, dest, dest_world, tag, comm, mode == Mode::kSynchronous, request);
     return rc == MPI_SUCCESS ? rc : raise(comm, rc);
   }
@@ -132,10 +134,12 @@ int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm, voi
 
 int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Status* status) {
   if (r.multi) {
+    DTMPI_TRACE("MPI_Recv: routed");
     tp::ReceiveOp op(r.buffer, r.staged, comm);
     int rc = op.receive_blocking(source, tag);
     if (rc != MPI_SUCCESS) return raise(comm, rc);
     rc = tp::run(op, status);
+    DTMPI_TRACE("MPI_Recv: done");
     if (rc != MPI_SUCCESS && !op.error_reported) raise(comm, rc);
     return rc;
   }
@@ -194,6 +198,7 @@ int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, tp::Sta
 #define DTMPI_BLOCKING_SEND(NAME, MODE)                                                                \
   DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,          \
                         MPI_Comm comm) {                                                               \
+    DTMPI_TRACE(#NAME ": entry");                                                                      \
     tp::poll();                                                                                        \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, nullptr);    \
@@ -220,6 +225,7 @@ DTMPI_NONBLOCKING_SEND(MPI_Ibsend, Mode::kBuffered)
 
 DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                           MPI_Status* status) {
+  DTMPI_TRACE("MPI_Recv: entry");
   tp::poll();
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, datatype, comm, *e, status, nullptr);

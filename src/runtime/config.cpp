@@ -28,6 +28,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_RANKS_PER_NODE", "0",
      "placement (MPI_Dist_graph_create with reorder): ranks per node; 0 detects nodes, n emulates nodes of n "
      "consecutive ranks"},
+    {"DTMPI_TRACE", "",
+     "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
+     "(tools/trace_timeline.py merges them)"},
     {"DTMPI_GPU_ORDER", "legacy",
      "legacy: each dtmpi GPU operation first waits for the legacy default stream (so a preceding cudaMemcpy from "
      "pageable memory, which may return before the device buffer is written, is complete); stream: no such wait"},

@@ -34,13 +34,7 @@ constexpr int kMaxDevices = 64;
 struct Gpu {
   bool enabled = false;
   int ndevices = 0;
-  // driver entry points (dlopen'ed: a link-time dependency on libcuda would
-  // stop the library loading on machines without a driver)
-  decltype(&cuPointerGetAttributes) get_attrs = nullptr;
-  decltype(&cuPointerGetAttribute) get_attr = nullptr;
-  // completion without cudaStreamSynchronize: the stream writes a sequence
-  // number to mapped host memory after the work, the host spins on it
-  CUresult (*write_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned int) = nullptr;
+  DriverCalls driver;
 
   // CUDA allocations seen so far: start -> range. An entry is only trusted
   // when the driver reports the same buffer id for the queried pointer, so a
@@ -55,7 +49,6 @@ struct Gpu {
 
   std::mutex mu;  // guards lazy creation below
   cudaStream_t streams[kMaxDevices] = {};
-  cudaEvent_t legacy_done[kMaxDevices] = {};
   volatile uint32_t* done_flag[kMaxDevices] = {};  // mapped pinned word per device
   CUdeviceptr done_flag_dev[kMaxDevices] = {};
   std::atomic<uint32_t> done_seq[kMaxDevices] = {};
@@ -78,11 +71,19 @@ Gpu& gpu() {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (lib) {
-      s->get_attrs = reinterpret_cast<decltype(&cuPointerGetAttributes)>(dlsym(lib, "cuPointerGetAttributes"));
-      s->get_attr = reinterpret_cast<decltype(&cuPointerGetAttribute)>(dlsym(lib, "cuPointerGetAttribute"));
-      void* wv = dlsym(lib, "cuStreamWriteValue32_v2");
-      if (!wv) wv = dlsym(lib, "cuStreamWriteValue32");
-      s->write_value = reinterpret_cast<decltype(s->write_value)>(wv);
+      // the versioned name first: cuda.h maps the plain names to it
+      auto sym = [lib](const char* v2, const char* plain) {
+        void* f = v2 ? dlsym(lib, v2) : nullptr;
+        return f ? f : dlsym(lib, plain);
+      };
+      DriverCalls& d = s->driver;
+      d.pointer_get_attributes = reinterpret_cast<decltype(d.pointer_get_attributes)>(sym(nullptr, "cuPointerGetAttributes"));
+      d.pointer_get_attribute = reinterpret_cast<decltype(d.pointer_get_attribute)>(sym(nullptr, "cuPointerGetAttribute"));
+      d.write_value32 = reinterpret_cast<decltype(d.write_value32)>(sym("cuStreamWriteValue32_v2", "cuStreamWriteValue32"));
+      d.write_value64 = reinterpret_cast<decltype(d.write_value64)>(sym("cuStreamWriteValue64_v2", "cuStreamWriteValue64"));
+      d.wait_value64 = reinterpret_cast<decltype(d.wait_value64)>(sym("cuStreamWaitValue64_v2", "cuStreamWaitValue64"));
+      d.device_get = reinterpret_cast<decltype(d.device_get)>(sym(nullptr, "cuDeviceGet"));
+      d.device_get_attribute = reinterpret_cast<decltype(d.device_get_attribute)>(sym(nullptr, "cuDeviceGetAttribute"));
     }
     return s;
   }();
@@ -97,12 +98,15 @@ Result<cudaStream_t> stream_for(int device) {
   {
     std::lock_guard lock(g.mu);
     if (!g.streams[device]) {
-      // our own non-blocking stream: never the legacy default stream
-      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], cudaStreamNonBlocking));
-      DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&g.legacy_done[device], cudaEventDisableTiming));
+      // never the legacy default stream itself; with DTMPI_GPU_ORDER=legacy a
+      // blocking stream: its work waits for the legacy stream's earlier work
+      // (a pageable cudaMemcpy may return before its DMA is done) without an
+      // event record and wait per operation (a microsecond or more each)
+      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], config().gpu_order_legacy ? cudaStreamDefault
+                                                                                               : cudaStreamNonBlocking));
       void* flag = nullptr;
       void* flag_dev = nullptr;
-      if (g.write_value && cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
+      if (g.driver.write_value32 && cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
           cudaHostGetDevicePointer(&flag_dev, flag, 0) == cudaSuccess) {
         *static_cast<volatile uint32_t*>(flag) = 0;
         g.done_flag[device] = static_cast<volatile uint32_t*>(flag);
@@ -111,10 +115,6 @@ Result<cudaStream_t> stream_for(int device) {
       }
     }
     s = g.streams[device];
-  }
-  if (config().gpu_order_legacy) {  // order after everything on the legacy default stream
-    DTMPI_CUDA_CHECK(cudaEventRecord(g.legacy_done[device], cudaStreamLegacy));
-    DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s, g.legacy_done[device], 0));
   }
   return s;
 }
@@ -159,11 +159,13 @@ PointerInfo query_runtime(const void* p) {
 
 bool gpu_enabled() { return gpu().enabled; }
 
+const DriverCalls& driver() { return gpu().driver; }
+
 
 PointerInfo pointer_info(const void* p) {
   Gpu& g = gpu();
   if (!g.enabled || p == nullptr) return PointerInfo{};
-  if (!g.get_attrs || !g.get_attr) return query_runtime(p);
+  if (!g.driver.pointer_get_attributes || !g.driver.pointer_get_attribute) return query_runtime(p);
   // One driver call answers "is this CUDA memory, which allocation": it costs
   // tens of nanoseconds and, unlike cudaPointerGetAttributes, reports non-CUDA
   // memory without an error path.
@@ -174,7 +176,7 @@ PointerInfo pointer_info(const void* p) {
   CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                  CU_POINTER_ATTRIBUTE_IS_MANAGED};
   void* values[] = {&memtype, &id, &managed};
-  if (g.get_attrs(3, which, values, static_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS || memtype == 0)
+  if (g.driver.pointer_get_attributes(3, which, values, static_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS || memtype == 0)
     return PointerInfo{};  // not CUDA memory: host
   {
     std::shared_lock lock(g.ranges_mu);
@@ -193,8 +195,8 @@ PointerInfo pointer_info(const void* p) {
   if (managed) info.kind = MemKind::kManaged;
   CUdeviceptr start = 0;
   size_t size = 0;
-  if (g.get_attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
-      g.get_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
+  if (g.driver.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
+      g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
       size > 0) {
     PointerInfo at_start = info;
     if (at_start.device_ptr)
@@ -219,7 +221,7 @@ Status finish(int device, cudaStream_t s) {
   Gpu& g = gpu();
   if (g.spin_ok[device]) {
     const uint32_t seq = g.done_seq[device].fetch_add(1, std::memory_order_relaxed) + 1;
-    if (g.write_value(reinterpret_cast<CUstream>(s), g.done_flag_dev[device], seq, 0) == CUDA_SUCCESS) {
+    if (g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device], seq, 0) == CUDA_SUCCESS) {
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0;; ++i) {
         if (static_cast<int32_t>(*g.done_flag[device] - seq) >= 0) return ok_status();
@@ -383,13 +385,13 @@ std::string gpu_pool_stats() {
 void release_gpu_resources() {
   Gpu& g = gpu();
   if (!g.enabled) return;
+  release_ipc_signals();
   std::lock_guard lock(g.mu);
   if (g.pinned_pool) g.pinned_pool->release_all();
   for (int d = 0; d < g.ndevices; ++d) {
     if (g.device_pools[d]) g.device_pools[d]->release_all();
     if (g.streams[d]) {
       cudaStreamDestroy(g.streams[d]);
-      cudaEventDestroy(g.legacy_done[d]);
       g.streams[d] = nullptr;
       if (g.done_flag[d]) cudaFreeHost(const_cast<uint32_t*>(g.done_flag[d]));
       g.done_flag[d] = nullptr;
@@ -400,12 +402,12 @@ void release_gpu_resources() {
 
 bool allocation_of(const void* p, uintptr_t& start, size_t& size, unsigned long long& id) {
   Gpu& g = gpu();
-  if (!g.enabled || !g.get_attr) return false;
+  if (!g.enabled || !g.driver.pointer_get_attribute) return false;
   const auto addr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
   CUdeviceptr lo = 0;
-  if (g.get_attr(&lo, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr) != CUDA_SUCCESS ||
-      g.get_attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, addr) != CUDA_SUCCESS ||
-      g.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, addr) != CUDA_SUCCESS)
+  if (g.driver.pointer_get_attribute(&lo, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr) != CUDA_SUCCESS ||
+      g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, addr) != CUDA_SUCCESS ||
+      g.driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, addr) != CUDA_SUCCESS)
     return false;
   start = static_cast<uintptr_t>(lo);
   return true;

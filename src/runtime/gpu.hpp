@@ -114,8 +114,12 @@ Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int devic
 // stream of ui.device, and a marker after it.
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
                                const PointerInfo& ui);
+// A marker after the work queued so far on dtmpi's stream of `device`.
+Result<GpuMarker> mark(int device);
 // True once the work before `m` is done; an error (a fault) is returned as such.
 Result<bool> marker_done(GpuMarker m);
+// Waits (spinning) until the work before `m` is done.
+Status wait_marker(GpuMarker m);
 void release_marker(GpuMarker m);
 
 // CUDA IPC. A region of one process's device allocation that a process on the
@@ -139,17 +143,32 @@ Result<IpcRegion> ipc_export(const void* p, bool pooled = false);
 Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool local = false);
 void ipc_close_all();
 
-// Interprocess events: the sender records one on dtmpi's stream of `device`
-// after queued work (pooled; returned with ipc_event_release once the peer is
-// done with it); the receiver makes its stream on `device` wait for it.
-struct IpcEvent {
-  unsigned char handle[64] = {};
-  void* event = nullptr;  // sender side: the cudaEvent_t
+// "The packed bytes are ready": a signal the sender raises on dtmpi's stream
+// of `device` after the work queued so far, and a receiving process's stream
+// waits for on its own GPU -- no host round trip, so the sender need not wait
+// for its pack before telling the receiver. Two forms:
+//   counter  a 64-bit word in the sender GPU's memory, shared over CUDA IPC
+//            once; each raise queues a stream write of the device's next
+//            sequence number (stream order makes "counter >= n" mean "all
+//            work before raise n is done"), the waiter queues a stream wait
+//            for >= n (CUDA stream memory operations)
+//   event    an interprocess CUDA event recorded on the stream (pooled), where
+//            stream memory operations are unavailable
+// Release returns a pooled event once the peer is done with it.
+struct IpcSignal {
+  enum class Kind : uint32_t { kNone = 0, kEvent = 1, kCounter = 2 };
+  Kind kind = Kind::kNone;
+  unsigned char handle[64] = {};  // the event's handle, or the counter allocation's memory handle
+  uint64_t buffer_id = 0;         // counter: the allocation's buffer id (the importer's cache key)
+  uint64_t value = 0;             // counter: the sequence number to wait for
+  void* event = nullptr;          // sender side, kEvent: the cudaEvent_t
   int device = -1;
 };
-Result<IpcEvent> ipc_event_record(int device);
-void ipc_event_release(IpcEvent& e);
-Status ipc_event_wait(int peer, const IpcEvent& e, int device, bool local = false);
+Result<IpcSignal> ipc_signal_raise(int device);
+void ipc_signal_release(IpcSignal& s);
+// `local`: the signal is this process's own (a message to itself).
+Status ipc_signal_wait(int peer, const IpcSignal& s, int device, bool local = false);
+
 
 // Queues the pack of `count` elements of `user` (on GPU `ui.device`) into
 // device memory `dst` on dtmpi's stream, without waiting for it.

@@ -1,6 +1,7 @@
 // Internals of the CUDA runtime shared by its source files (gpu.cpp,
 // gpu_transfer.cpp); CUDA builds only. Everything else uses runtime/gpu.hpp.
 #pragma once
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -11,9 +12,27 @@
 
 namespace dtmpi::runtime {
 
-// dtmpi's own non-blocking stream on `device` (created on first use).
+// Driver entry points, looked up at run time (a link-time dependency on
+// libcuda would stop the library loading on machines without a driver); null
+// where the driver lacks them.
+struct DriverCalls {
+  decltype(&cuPointerGetAttributes) pointer_get_attributes = nullptr;
+  decltype(&cuPointerGetAttribute) pointer_get_attribute = nullptr;
+  CUresult (*write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int) = nullptr;
+  CUresult (*write_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
+  CUresult (*wait_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*device_get_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+};
+const DriverCalls& driver();
+
+// dtmpi's own stream on `device` (created on first use): non-blocking, or,
+// with DTMPI_GPU_ORDER=legacy, a blocking stream, which the driver orders
+// after work on the legacy default stream at no cost per operation.
 Result<cudaStream_t> stream_for(int device);
 BufferPool& device_pool(int device);
+// Frees the ready counters (runtime/gpu_signal.cpp), at MPI_Finalize.
+void release_ipc_signals();
 BufferPool& pinned_pool();
 // Waits for the work queued on `s` (spin on a stream-written flag, then sync).
 Status finish(int device, cudaStream_t s);

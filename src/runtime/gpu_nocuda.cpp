@@ -76,14 +76,16 @@ Result<GpuMarker> copy_async(void*, const void*, size_t, int) { return Error{kEr
 Result<GpuMarker> unpack_async(const type::PackPlan&, int64_t, const void*, void*, const PointerInfo&) {
   return Error{kErrUnsupported, "built without CUDA"};
 }
+Result<GpuMarker> mark(int) { return Error{kErrUnsupported, "built without CUDA"}; }
 Result<bool> marker_done(GpuMarker) { return true; }
+Status wait_marker(GpuMarker) { return ok_status(); }
 void release_marker(GpuMarker) {}
 Result<IpcRegion> ipc_export(const void*, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 Result<const void*> ipc_open(int, const IpcRegion&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 void ipc_close_all() {}
-Result<IpcEvent> ipc_event_record(int) { return Error{kErrUnsupported, "built without CUDA"}; }
-void ipc_event_release(IpcEvent&) {}
-Status ipc_event_wait(int, const IpcEvent&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<IpcSignal> ipc_signal_raise(int) { return Error{kErrUnsupported, "built without CUDA"}; }
+void ipc_signal_release(IpcSignal&) {}
+Status ipc_signal_wait(int, const IpcSignal&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
   return Error{kErrUnsupported, "built without CUDA"};
 }

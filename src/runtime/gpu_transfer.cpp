@@ -99,6 +99,21 @@ Result<bool> marker_done(GpuMarker m) {
   return Error{kErrCuda, std::string("cudaEventQuery: ") + cudaGetErrorString(e)};
 }
 
+Result<GpuMarker> mark(int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  return record_marker(s.value());
+}
+
+Status wait_marker(GpuMarker m) {
+  for (;;) {
+    auto done = marker_done(m);
+    if (!done) return done.error();
+    if (done.value()) return ok_status();
+  }
+}
+
 void release_marker(GpuMarker m) {
   if (!m) return;
   std::lock_guard lock(g_markers_mu);
@@ -208,99 +223,6 @@ void ipc_close_all() {
   c.imported.clear();
   c.exported.clear();
   c.pooled.clear();
-}
-
-// ------------------------------------------------------- interprocess events --
-namespace {
-
-struct EventCaches {
-  std::mutex mu;
-  std::vector<std::pair<int, cudaEvent_t>> free;  // (device, event) ready for reuse
-  std::map<cudaEvent_t, cudaIpcEventHandle_t> handles;  // our events' handles (fixed per event)
-  std::map<std::tuple<int, int, std::string>, cudaEvent_t> opened;  // (peer, device, handle)
-};
-
-EventCaches& events() {
-  static auto* c = new EventCaches;
-  return *c;
-}
-
-}  // namespace
-
-Result<IpcEvent> ipc_event_record(int device) {
-  DeviceScope scope(device);
-  auto s = stream_for(device);
-  if (!s) return s.error();
-  auto& c = events();
-  cudaEvent_t ev = nullptr;
-  {
-    std::lock_guard lock(c.mu);
-    for (size_t i = 0; i < c.free.size(); ++i)
-      if (c.free[i].first == device) {
-        ev = c.free[i].second;
-        c.free.erase(c.free.begin() + static_cast<long>(i));
-        break;
-      }
-  }
-  cudaIpcEventHandle_t h;
-  if (!ev) {
-    DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess));
-    DTMPI_CUDA_CHECK(cudaIpcGetEventHandle(&h, ev));  // the same handle for the event's lifetime
-    std::lock_guard lock(c.mu);
-    c.handles[ev] = h;
-  } else {
-    std::lock_guard lock(c.mu);
-    h = c.handles[ev];
-  }
-  IpcEvent e;
-  e.event = ev;
-  e.device = device;
-  static_assert(sizeof(h) == sizeof(e.handle));
-  std::memcpy(e.handle, &h, sizeof(h));
-  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s.value()));
-  return e;
-}
-
-void ipc_event_release(IpcEvent& e) {
-  if (!e.event) return;
-  auto& c = events();
-  std::lock_guard lock(c.mu);
-  c.free.emplace_back(e.device, static_cast<cudaEvent_t>(e.event));
-  e.event = nullptr;
-}
-
-Status ipc_event_wait(int peer, const IpcEvent& e, int device, bool local) {
-  DeviceScope scope(device);
-  auto s = stream_for(device);
-  if (!s) return s.error();
-  auto& c = events();
-  if (local) {  // one of this process's own events: found by its handle
-    cudaEvent_t own = nullptr;
-    {
-      std::lock_guard lock(c.mu);
-      for (const auto& [ev, h] : c.handles)
-        if (std::memcmp(&h, e.handle, sizeof(h)) == 0) own = ev;
-    }
-    if (!own) return Error{kErrUnsupported, "an event this process never recorded"};
-    DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s.value(), own, 0));
-    return ok_status();
-  }
-  const auto key = std::make_tuple(peer, device, std::string(reinterpret_cast<const char*>(e.handle), sizeof(e.handle)));
-  cudaEvent_t ev = nullptr;
-  {
-    std::lock_guard lock(c.mu);
-    auto it = c.opened.find(key);
-    if (it != c.opened.end()) ev = it->second;
-  }
-  if (!ev) {
-    cudaIpcEventHandle_t h;
-    std::memcpy(&h, e.handle, sizeof(h));
-    DTMPI_CUDA_CHECK(cudaIpcOpenEventHandle(&ev, h));
-    std::lock_guard lock(c.mu);
-    c.opened[key] = ev;
-  }
-  DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s.value(), ev, 0));
-  return ok_status();
 }
 
 Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/stats.hpp"
@@ -26,6 +27,11 @@ void on_mpi_initialized() {
 }
 
 void on_mpi_finalizing() {
+  if (trace::g_enabled.load()) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    trace::dump(rank);
+  }
   if (config().stats) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -86,6 +86,13 @@ int finish_tracked(MPI_Request req, MPI_Status* status) {
   int rc = MPI_SUCCESS;
   if (op.kind == PendingOp::Kind::kRecv) rc = finish_receive(op, status);
   if (op.kind == PendingOp::Kind::kCompletion && op.completion) rc = op.completion->finish();
+  if (op.reading) {
+    if (auto done = wait_marker(op.reading); !done) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
+      rc = MPI_ERR_OTHER;
+    }
+    release_marker(op.reading);
+  }
   release_staging(op.staging);
   release_device_buffer(op.device);
   return rc;
@@ -135,6 +142,7 @@ void progress() {
     }
   }
   for (auto& d : done) {
+    release_marker(d.second.reading);  // a freed request: nobody waits for the buffer
     release_staging(d.second.staging);
     release_device_buffer(d.second.device);
     g_tracked.fetch_sub(1, std::memory_order_relaxed);

@@ -35,6 +35,9 @@ struct PendingOp {
   DeviceBuffer device;  // CUDA-aware system MPI: the packed bytes on the GPU
   bool via_device = false;
   std::shared_ptr<Completion> completion;  // kCompletion
+  // send: GPU work still reading the application's buffer (a pack queued
+  // after the message went out); the request completes once it is done
+  GpuMarker reading = nullptr;
 };
 
 // Nonzero while any request is tracked: the Wait/Test wrappers' fast check.

@@ -7,23 +7,24 @@ namespace dtmpi::transport {
 namespace {
 
 constexpr uint64_t kMagic[2] = {0x64746d7069a5c3e1ULL, 0x5f6465736372ULL ^ 0x9e3779b97f4a7c15ULL};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // The fixed wire layout (little-endian host order: both ends run the same
 // library on the same kind of node).
 struct Wire_ {
   uint64_t magic[2];
   uint32_t version;
-  uint32_t wire;
+  uint16_t wire;
+  uint16_t ready_kind;
   int64_t total_bytes;
   int32_t transfer_id, sender_world, receiver_world, user_tag;
   int64_t chunk_bytes;
   unsigned char ipc_handle[64];
   uint64_t ipc_buffer_id;
   int64_t ipc_offset;
-  unsigned char ipc_event[64];  // interprocess event recorded after the pack
-  uint64_t has_event;
-  unsigned char reserved[8];
+  unsigned char ready_handle[64];  // the ready signal (runtime::IpcSignal)
+  uint64_t ready_buffer_id;
+  uint64_t ready_value;
   uint64_t check[2];
 };
 static_assert(sizeof(Wire_) == kDescriptorBytes);
@@ -60,7 +61,8 @@ void encode(const Descriptor& d, unsigned char* out) {
   w.magic[0] = kMagic[0];
   w.magic[1] = kMagic[1];
   w.version = kVersion;
-  w.wire = static_cast<uint32_t>(d.wire);
+  w.wire = static_cast<uint16_t>(d.wire);
+  w.ready_kind = static_cast<uint16_t>(d.ready.kind);
   w.total_bytes = d.total_bytes;
   w.transfer_id = d.transfer_id;
   w.sender_world = d.sender_world;
@@ -70,8 +72,9 @@ void encode(const Descriptor& d, unsigned char* out) {
   std::memcpy(w.ipc_handle, d.region.handle, sizeof(w.ipc_handle));
   w.ipc_buffer_id = d.region.buffer_id;
   w.ipc_offset = d.region.offset;
-  std::memcpy(w.ipc_event, d.event.handle, sizeof(w.ipc_event));
-  w.has_event = d.has_event ? 1 : 0;
+  std::memcpy(w.ready_handle, d.ready.handle, sizeof(w.ready_handle));
+  w.ready_buffer_id = d.ready.buffer_id;
+  w.ready_value = d.ready.value;
   checksum(w, w.check);
   std::memcpy(out, &w, sizeof(w));
 }
@@ -85,7 +88,7 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   if (check[0] != w.check[0] || check[1] != w.check[1]) return std::nullopt;
   if (w.sender_world != sender_world || w.receiver_world != receiver_world || w.user_tag != tag)
     return std::nullopt;
-  if (w.wire < 1 || w.wire > 2 || w.total_bytes < kMultiMin) return std::nullopt;
+  if (w.wire < 1 || w.wire > 2 || w.ready_kind > 2 || w.total_bytes < kMultiMin) return std::nullopt;
   Descriptor d;
   d.wire = static_cast<Wire>(w.wire);
   d.total_bytes = w.total_bytes;
@@ -97,8 +100,10 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   std::memcpy(d.region.handle, w.ipc_handle, sizeof(w.ipc_handle));
   d.region.buffer_id = w.ipc_buffer_id;
   d.region.offset = w.ipc_offset;
-  std::memcpy(d.event.handle, w.ipc_event, sizeof(w.ipc_event));
-  d.has_event = w.has_event != 0;
+  d.ready.kind = static_cast<runtime::IpcSignal::Kind>(w.ready_kind);
+  std::memcpy(d.ready.handle, w.ready_handle, sizeof(w.ready_handle));
+  d.ready.buffer_id = w.ready_buffer_id;
+  d.ready.value = w.ready_value;
   return d;
 }
 

@@ -40,11 +40,10 @@ struct Descriptor {
   int32_t user_tag = 0;
   int64_t chunk_bytes = 0;    // kPipelined
   runtime::IpcRegion region;  // kIpc
-  // kIpc: the packed bytes are ready once this event (recorded by the sender
-  // after its pack) completes; the receiver's stream waits for it on the GPU,
-  // so the sender does not wait for its own pack before sending the descriptor
-  bool has_event = false;
-  runtime::IpcEvent event;
+  // kIpc: the packed bytes are ready once this signal (raised by the sender
+  // after its pack) is; the receiver's stream waits for it on the GPU, so the
+  // sender does not wait for its own pack before sending the descriptor
+  runtime::IpcSignal ready;
 };
 
 // Writes `d` as exactly kDescriptorBytes bytes.

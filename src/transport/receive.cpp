@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
@@ -129,6 +130,7 @@ void ReceiveOp::deliver_packed(const void* packed, int64_t nbytes) {
 }
 
 void ReceiveOp::landed(MPI_Status& st) {
+  DTMPI_TRACE("recv: landed");
   source = st.MPI_SOURCE;
   tag = st.MPI_TAG;
   int c = 0;
@@ -234,6 +236,7 @@ bool ReceiveOp::read_over_ipc() {
   const int device = rt::on_gpu(b_.info) ? b_.info.device : rt::current_device();
   const bool local = d_.sender_world == my_world_rank();  // a message to itself
   auto peer = rt::ipc_open(d_.sender_world, d_.region, device, local);
+  DTMPI_TRACE("recv: region opened");
   if (!peer) {
     static bool once = [&] {
       DTMPI_LOG(kWarn, "CUDA IPC with rank %d impossible (%s): device transfers go through host memory",
@@ -243,13 +246,14 @@ bool ReceiveOp::read_over_ipc() {
     (void)once;
     return false;
   }
-  if (d_.has_event) {
-    auto w = rt::ipc_event_wait(d_.sender_world, d_.event, device, local);
+  if (d_.ready.kind != rt::IpcSignal::Kind::kNone) {
+    auto w = rt::ipc_signal_wait(d_.sender_world, d_.ready, device, local);
     if (!w) {
-      DTMPI_LOG(kWarn, "waiting for rank %d's CUDA IPC event failed (%s): payload through host memory",
+      DTMPI_LOG(kWarn, "waiting for rank %d's ready signal failed (%s): payload through host memory",
                 d_.sender_world, w.error().what.c_str());
       return false;
     }
+    DTMPI_TRACE("recv: ready waited");
   }
   rt::PointerInfo pi;
   pi.kind = rt::MemKind::kDevice;
@@ -266,6 +270,7 @@ bool ReceiveOp::read_over_ipc() {
     } else {
       markers_.push_back(m.value());
     }
+    DTMPI_TRACE("recv: unpack queued");
     return true;
   }
   auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info);
@@ -358,6 +363,7 @@ bool ReceiveOp::step() {
     case State::kIpcUnpack: {
       auto done = rt::marker_done(markers_.back());
       if (done && !done.value()) return false;
+      DTMPI_TRACE("recv: unpack done");
       if (!done) {
         DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", done.error().what.c_str());
         pending_error_ = MPI_ERR_OTHER;
@@ -369,6 +375,7 @@ bool ReceiveOp::step() {
     case State::kAck:
       PMPI_Test(&ack_req_, &flag, MPI_STATUS_IGNORE);
       if (!flag) return false;
+      DTMPI_TRACE("recv: ack sent");
       if (pending_error_ != MPI_SUCCESS) error = pending_error_;
       state_ = State::kDone;
       return true;

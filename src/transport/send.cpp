@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
 #include "runtime/requests.hpp"
@@ -23,7 +24,7 @@ class SendTail final : public Operation {
     for (auto m : markers) rt::release_marker(m);
     rt::release_staging(staging);
     rt::release_device_buffer(device);
-    rt::ipc_event_release(event);
+    rt::ipc_signal_release(ready);
   }
   bool step() override;
 
@@ -32,11 +33,12 @@ class SendTail final : public Operation {
   int peer_world = -1;
   rt::Staging staging;       // packed bytes in host memory
   rt::DeviceBuffer device;   // packed bytes on the GPU (IPC)
-  rt::IpcEvent event;        // recorded after the pack (IPC)
+  rt::IpcSignal ready;       // raised after the pack (IPC)
   std::vector<rt::GpuMarker> markers;
   std::vector<MPI_Request> reqs;  // chunk sends, payload send
   int32_t ack = 0;
   MPI_Request ack_req = MPI_REQUEST_NULL;
+  bool announced = false;  // the descriptor went out: the receiver may read `device` until its Ack
 };
 
 bool SendTail::step() {
@@ -44,6 +46,7 @@ bool SendTail::step() {
     int flag = 0;
     PMPI_Test(&ack_req, &flag, MPI_STATUS_IGNORE);
     if (!flag) return false;
+    DTMPI_TRACE("send: ack received");
     if (static_cast<Ack>(ack) == Ack::kSendPayload) {
       // the receiver cannot map this over IPC: the packed bytes go to it on
       // the private communicator, and later transfers to it are pipelined
@@ -72,35 +75,58 @@ bool SendTail::step() {
   return flag != 0;
 }
 
-// Sends the descriptor of `d` on the user's envelope. With `request` the
-// system request goes to the application (the descriptor buffer is returned
-// when it completes); without, waits (running progress) until it completes.
-int send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
+// Posts the descriptor of `d` on the user's envelope without waiting: the
+// system request in `r`, the encoded bytes in `buf` (returned at completion).
+int post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* r,
+                    rt::Staging& buf) {
   auto st = rt::acquire_staging(kDescriptorBytes);
   if (!st) return MPI_ERR_NO_MEM;
-  rt::Staging desc = st.value();
-  encode(d, static_cast<unsigned char*>(desc.ptr));
-  MPI_Request local = MPI_REQUEST_NULL;
-  MPI_Request* r = request ? request : &local;
-  int rc = synchronous ? PMPI_Issend(desc.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r)
-                       : PMPI_Isend(desc.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r);
-  if (rc != MPI_SUCCESS) {
-    rt::release_staging(desc);
-    return rc;
-  }
+  buf = st.value();
+  encode(d, static_cast<unsigned char*>(buf.ptr));
+  int rc = synchronous ? PMPI_Issend(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r)
+                       : PMPI_Isend(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r);
+  if (rc != MPI_SUCCESS) rt::release_staging(buf);
+  return rc;
+}
+
+// Completes a posted descriptor: with `request` its system request goes to
+// the application (tracked: the buffer is returned, and the GPU work still
+// reading the application's buffer, `reading`, waited for, when it
+// completes); without, waits for both, running progress.
+int complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, MPI_Request* request) {
   if (request) {
+    *request = r;
     rt::PendingOp op;
-    op.staging = desc;
+    op.staging = buf;
+    op.reading = reading;
     rt::track(*request, std::move(op));
     return MPI_SUCCESS;
   }
+  int rc = MPI_SUCCESS;
   for (int flag = 0; !flag;) {
-    rc = PMPI_Test(&local, &flag, MPI_STATUS_IGNORE);
+    rc = PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) break;
     if (!flag) progress();
   }
-  rt::release_staging(desc);
+  rt::release_staging(buf);
+  if (reading) {
+    if (auto done = rt::wait_marker(reading); !done) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
+      if (rc == MPI_SUCCESS) rc = MPI_ERR_OTHER;
+    }
+    rt::release_marker(reading);
+  }
   return rc;
+}
+
+// Sends the descriptor of `d` on the user's envelope: the application gets
+// the system request in `request`, or (null) the call waits for it.
+int send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  rt::Staging buf;
+  int rc = post_descriptor(d, dest, tag, comm, synchronous, &r, buf);
+  if (rc != MPI_SUCCESS) return rc;
+  return complete_descriptor(r, buf, nullptr, request);
 }
 
 // The pipelined sender: the descriptor first, then device-to-host copies of
@@ -164,6 +190,59 @@ int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest,
   }
   rt::release_device_buffer(packed);
   return rc;
+}
+
+// Posts the receive of the receiver's Ack and the descriptor (an IPC
+// transfer's announcement) without waiting; the ack receive is withdrawn if
+// the descriptor cannot be posted.
+int announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous,
+             MPI_Request* r, rt::Staging& buf) {
+  int rc = PMPI_Irecv(&tail.ack, 1, MPI_INT32_T, d.receiver_world, ack_tag(d.transfer_id), private_comm(),
+                      &tail.ack_req);
+  if (rc == MPI_SUCCESS) rc = post_descriptor(d, dest, tag, comm, synchronous, r, buf);
+  DTMPI_TRACE("send: descriptor posted");
+  tail.announced = rc == MPI_SUCCESS;
+  if (rc != MPI_SUCCESS && tail.ack_req != MPI_REQUEST_NULL) {
+    PMPI_Cancel(&tail.ack_req);
+    PMPI_Wait(&tail.ack_req, MPI_STATUS_IGNORE);
+  }
+  return rc;
+}
+
+// The device method from GPU memory: the pack into tail.device is queued, the
+// ready signal raised after it, and the descriptor (with the region and the
+// signal) sent without waiting for the pack: the receiver's stream waits for
+// the signal on the GPU. (Announcing before even queuing the pack was tried:
+// the receiver's stream then reaches its wait before the signal, and an
+// unsatisfied stream wait is re-checked only every several microseconds, which
+// cost more than the sender's launch it hid: bench/results/gpu-latency-*.)
+// The application's request (or the blocking call) completes once the pack
+// has read its buffer: a kernel the application launches on a stream of its
+// own right after may overwrite it.
+int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
+                  bool synchronous, MPI_Request* request) {
+  const int device = b.info.device;
+  auto packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr);
+  DTMPI_TRACE("send: pack queued");
+  auto ready = packed ? rt::ipc_signal_raise(device) : Result<rt::IpcSignal>(packed.error());
+  if (!ready) {
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ready.error().what.c_str());
+    return MPI_ERR_OTHER;
+  }
+  tail.ready = d.ready = ready.value();
+  auto reading = rt::mark(device);
+  if (!reading) {
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
+    return MPI_ERR_OTHER;
+  }
+  MPI_Request r = MPI_REQUEST_NULL;
+  rt::Staging buf;
+  if (int rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
+    if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
+    rt::release_marker(reading.value());
+    return rc;
+  }
+  return complete_descriptor(r, buf, reading.value(), request);
 }
 
 }  // namespace
@@ -235,44 +314,32 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
     // the fallback a failed IPC mapping takes.
     d.wire = Wire::kIpc;
     if (rt::on_gpu(b.info) && ipc_possible(dest_world)) {
-      // the pack is queued, not waited for: the receiver's stream waits for
-      // the event recorded after it
       auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
       if (!dev) return MPI_ERR_NO_MEM;
       tail->device = dev.value();
-      auto packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail->device.ptr);
-      auto ev = packed ? rt::ipc_event_record(b.info.device) : Result<rt::IpcEvent>(packed.error());
-      if (!ev) {
-        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ev.error().what.c_str());
-        return MPI_ERR_OTHER;
-      }
-      tail->event = ev.value();
-      d.has_event = true;
-      d.event = ev.value();
       auto region = rt::ipc_export(tail->device.ptr, true);
       if (!region) {
-        if (auto w = rt::wait_stream(b.info.device); !w) return MPI_ERR_OTHER;
         DTMPI_LOG(kInfo, "CUDA IPC export failed (%s): pipelined", region.error().what.c_str());
         rt::release_device_buffer(tail->device);
         return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
       }
       d.region = region.value();
+      DTMPI_TRACE("send: region exported");
+      rc = send_over_ipc(b, *tail, d, dest, tag, comm, synchronous, request);
     } else if (!rt::on_gpu(b.info) && rt::config().test_stage_host) {
       auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
       if (!st) return MPI_ERR_NO_MEM;
       tail->staging = st.value();
       pack::pack_host(*b.plan, b.count, b.ptr, tail->staging.ptr);
+      MPI_Request r = MPI_REQUEST_NULL;
+      rt::Staging buf;
+      rc = announce(*tail, d, dest, tag, comm, synchronous, &r, buf);
+      if (rc == MPI_SUCCESS) rc = complete_descriptor(r, buf, nullptr, request);
     } else {
       return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
     }
-    rc = PMPI_Irecv(&tail->ack, 1, MPI_INT32_T, dest_world, ack_tag(d.transfer_id), private_comm(), &tail->ack_req);
-    if (rc == MPI_SUCCESS) rc = send_descriptor(d, dest, tag, comm, synchronous, request);
-    if (rc != MPI_SUCCESS && tail->ack_req != MPI_REQUEST_NULL) {
-      PMPI_Cancel(&tail->ack_req);
-      PMPI_Wait(&tail->ack_req, MPI_STATUS_IGNORE);
-    }
   }
-  if (rc == MPI_SUCCESS || !tail->reqs.empty()) start_background(std::move(tail));
+  if (rc == MPI_SUCCESS || tail->announced || !tail->reqs.empty()) start_background(std::move(tail));
   return rc;
 }
 

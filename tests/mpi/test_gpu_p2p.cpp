@@ -316,3 +316,47 @@ TEST_F(GpuP2P, SendToSelfOnDevice) {
   cudaFree(dst);
   MPI_Type_free(&col);
 }
+
+// MPI semantics: once MPI_Send returns (or an MPI_Isend's request completes)
+// the application may overwrite its buffer -- here with a kernel on a stream
+// of its own that nothing orders after dtmpi's work. The receiver must get
+// the bytes as they were at the call (the device method used to return with
+// its pack only queued).
+TEST_F(GpuP2P, SendBufferReusableWhenTheCallCompletes) {
+  const int me = self_rank(), peer = 1 - me;
+  MPI_Datatype col;
+  MPI_Type_vector(1 << 21, 16, 32, MPI_BYTE, &col);  // 32 MiB in 16-byte blocks, 64 MiB span
+  MPI_Type_commit(&col);
+  const size_t span = size_t{64} << 20;
+  auto host = pattern(span, 11);
+  char* buf;
+  ASSERT_EQ(gpu_alloc(&buf, span), cudaSuccess);
+  cudaStream_t own;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), cudaSuccess);
+  for (int nonblocking = 0; nonblocking < 2; ++nonblocking) {
+    if (me == 0) {
+      ASSERT_EQ(cudaMemcpy(buf, host.data(), span, cudaMemcpyHostToDevice), cudaSuccess);
+      if (nonblocking) {
+        MPI_Request r;
+        ASSERT_EQ(MPI_Isend(buf, 1, col, peer, 5, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+        ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      } else {
+        ASSERT_EQ(MPI_Send(buf, 1, col, peer, 5, MPI_COMM_WORLD), MPI_SUCCESS);
+      }
+      ASSERT_EQ(cudaMemsetAsync(buf, 0xff, span, own), cudaSuccess);  // the buffer is ours again
+      ASSERT_EQ(cudaStreamSynchronize(own), cudaSuccess);
+    } else {
+      ASSERT_EQ(cudaMemset(buf, 0, span), cudaSuccess);
+      ASSERT_EQ(MPI_Recv(buf, 1, col, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      std::vector<char> got(span);
+      ASSERT_EQ(cudaMemcpy(got.data(), buf, span, cudaMemcpyDeviceToHost), cudaSuccess);
+      size_t wrong = 0;
+      for (size_t b = 0; b < (size_t{1} << 21); ++b) wrong += std::memcmp(&got[b * 32], &host[b * 32], 16) != 0;
+      EXPECT_EQ(wrong, 0u) << (nonblocking ? "MPI_Isend" : "MPI_Send");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  cudaStreamDestroy(own);
+  cudaFree(buf);
+  MPI_Type_free(&col);
+}

@@ -1,0 +1,23 @@
+// Timestamped trace points for finding where the time of a transfer goes
+// (DTMPI_TRACE=<path prefix>). Each process keeps the last 64Ki points in a
+// ring (a steady-clock nanosecond stamp and a static label) and writes them to
+// <prefix>.<world rank>.txt at MPI_Finalize; tools/trace_timeline.py merges
+// the files of one node (the clock is the node's CLOCK_MONOTONIC). When the
+// variable is unset a trace point costs one relaxed load.
+#pragma once
+#include <atomic>
+
+namespace dtmpi::trace {
+
+extern std::atomic<bool> g_enabled;
+void point(const char* label);
+// Writes the ring to the file of `rank` (no-op when tracing is off).
+void dump(int rank);
+
+}  // namespace dtmpi::trace
+
+#define DTMPI_TRACE(label)                                                  \
+  do {                                                                      \
+    if (::dtmpi::trace::g_enabled.load(std::memory_order_relaxed))          \
+      ::dtmpi::trace::point(label);                                         \
+  } while (0)

@@ -1,0 +1,217 @@
+// "Packed bytes ready" signals between processes (runtime/gpu.hpp): a counter
+// in device memory moved by stream memory operations, or interprocess events
+// where those are unavailable.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/cuda_check.hpp"
+#include "base/log.hpp"
+#include "runtime/gpu.hpp"
+#include "runtime/gpu_internal.hpp"
+
+namespace dtmpi::runtime {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// One counter per device. Its own small allocation, so the IPC handle maps
+// exactly it; values grow by one per raise and are queued in that order (the
+// value is taken and its write queued under the lock).
+struct Counter {
+  std::mutex mu;
+  bool tried = false, usable = false;
+  void* word = nullptr;
+  uint64_t seq = 0;
+  IpcRegion region;
+};
+
+struct Events {
+  std::mutex mu;
+  std::vector<std::pair<int, cudaEvent_t>> free;        // (device, event) ready for reuse
+  std::map<cudaEvent_t, cudaIpcEventHandle_t> handles;  // our events' handles (fixed per event)
+  std::map<std::tuple<int, int, std::string>, cudaEvent_t> opened;  // (peer, device, handle)
+};
+
+struct Signals {
+  Counter counters[kMaxDevices];
+  Events events;
+};
+
+Signals& signals() {
+  static auto* s = new Signals;  // never destroyed: CUDA may be torn down before static destructors
+  return *s;
+}
+
+// Creates the counter of `device` (lock held): stream memory operations on
+// 64-bit words supported, the word allocated, zeroed and exported.
+bool create_counter(Counter& c, int device, cudaStream_t s) {
+  const DriverCalls& d = driver();
+  if (!d.write_value64 || !d.wait_value64 || !d.device_get || !d.device_get_attribute) return false;
+  CUdevice dev = 0;
+  int supported = 0;
+  if (d.device_get(&dev, device) != CUDA_SUCCESS ||
+      d.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) != CUDA_SUCCESS ||
+      !supported)
+    return false;
+  // zeroed before any peer can see it: a waiter must never read a stale value
+  if (cudaMalloc(&c.word, 256) != cudaSuccess || cudaMemsetAsync(c.word, 0, 256, s) != cudaSuccess ||
+      cudaStreamSynchronize(s) != cudaSuccess) {
+    cudaGetLastError();
+    if (c.word) cudaFree(c.word);
+    c.word = nullptr;
+    return false;
+  }
+  auto r = ipc_export(c.word);
+  if (!r) {
+    DTMPI_LOG(kInfo, "the ready counter cannot be shared (%s): interprocess events instead", r.error().what.c_str());
+    cudaFree(c.word);
+    c.word = nullptr;
+    return false;
+  }
+  c.region = r.value();
+  return true;
+}
+
+Result<IpcSignal> raise_event(int device, cudaStream_t s) {
+  auto& c = signals().events;
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lock(c.mu);
+    for (size_t i = 0; i < c.free.size(); ++i)
+      if (c.free[i].first == device) {
+        ev = c.free[i].second;
+        c.free.erase(c.free.begin() + static_cast<long>(i));
+        break;
+      }
+  }
+  cudaIpcEventHandle_t h;
+  if (!ev) {
+    DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess));
+    DTMPI_CUDA_CHECK(cudaIpcGetEventHandle(&h, ev));  // the same handle for the event's lifetime
+    std::lock_guard lock(c.mu);
+    c.handles[ev] = h;
+  } else {
+    std::lock_guard lock(c.mu);
+    h = c.handles[ev];
+  }
+  IpcSignal sig;
+  sig.kind = IpcSignal::Kind::kEvent;
+  sig.event = ev;
+  sig.device = device;
+  static_assert(sizeof(h) == sizeof(sig.handle));
+  std::memcpy(sig.handle, &h, sizeof(h));
+  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s));
+  return sig;
+}
+
+Status wait_event(int peer, const IpcSignal& sig, int device, bool local, cudaStream_t s) {
+  auto& c = signals().events;
+  if (local) {  // one of this process's own events: found by its handle
+    cudaEvent_t own = nullptr;
+    {
+      std::lock_guard lock(c.mu);
+      for (const auto& [ev, h] : c.handles)
+        if (std::memcmp(&h, sig.handle, sizeof(h)) == 0) own = ev;
+    }
+    if (!own) return Error{kErrUnsupported, "an event this process never recorded"};
+    DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s, own, 0));
+    return ok_status();
+  }
+  const auto key = std::make_tuple(peer, device, std::string(reinterpret_cast<const char*>(sig.handle), sizeof(sig.handle)));
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.opened.find(key);
+    if (it != c.opened.end()) ev = it->second;
+  }
+  if (!ev) {
+    cudaIpcEventHandle_t h;
+    std::memcpy(&h, sig.handle, sizeof(h));
+    DTMPI_CUDA_CHECK(cudaIpcOpenEventHandle(&ev, h));
+    std::lock_guard lock(c.mu);
+    c.opened[key] = ev;
+  }
+  DTMPI_CUDA_CHECK(cudaStreamWaitEvent(s, ev, 0));
+  return ok_status();
+}
+
+}  // namespace
+
+Result<IpcSignal> ipc_signal_raise(int device) {
+  if (device < 0 || device >= kMaxDevices) return Error{kErrUnsupported, "device out of range"};
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  Counter& c = signals().counters[device];
+  {
+    std::lock_guard lock(c.mu);
+    if (!c.tried) {
+      c.tried = true;
+      c.usable = create_counter(c, device, s.value());
+    }
+    if (c.usable) {
+      // the default flags fence the write after the work queued before it
+      const CUresult e = driver().write_value64(reinterpret_cast<CUstream>(s.value()),
+                                                reinterpret_cast<CUdeviceptr>(c.word), c.seq + 1,
+                                                CU_STREAM_WRITE_VALUE_DEFAULT);
+      if (e == CUDA_SUCCESS) {
+        IpcSignal sig;
+        sig.kind = IpcSignal::Kind::kCounter;
+        std::memcpy(sig.handle, c.region.handle, sizeof(sig.handle));
+        sig.buffer_id = c.region.buffer_id;
+        sig.value = ++c.seq;
+        sig.device = device;
+        return sig;
+      }
+      DTMPI_LOG(kInfo, "cuStreamWriteValue64 failed on device %d (%d): interprocess events instead", device,
+                static_cast<int>(e));
+      c.usable = false;
+    }
+  }
+  return raise_event(device, s.value());
+}
+
+void ipc_signal_release(IpcSignal& sig) {
+  if (sig.kind != IpcSignal::Kind::kEvent || !sig.event) return;
+  auto& c = signals().events;
+  std::lock_guard lock(c.mu);
+  c.free.emplace_back(sig.device, static_cast<cudaEvent_t>(sig.event));
+  sig.event = nullptr;
+}
+
+Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
+  DeviceScope scope(device);
+  auto s = stream_for(device);
+  if (!s) return s.error();
+  if (sig.kind == IpcSignal::Kind::kEvent) return wait_event(peer, sig, device, local, s.value());
+  if (sig.kind != IpcSignal::Kind::kCounter) return Error{kErrUnsupported, "no ready signal"};
+  if (!driver().wait_value64) return Error{kErrUnsupported, "no stream memory operations in this driver"};
+  IpcRegion r;
+  std::memcpy(r.handle, sig.handle, sizeof(r.handle));
+  r.buffer_id = sig.buffer_id;
+  auto word = ipc_open(peer, r, device, local);
+  if (!word) return word.error();
+  const CUresult e = driver().wait_value64(reinterpret_cast<CUstream>(s.value()),
+                                           reinterpret_cast<CUdeviceptr>(word.value()), sig.value,
+                                           CU_STREAM_WAIT_VALUE_GEQ);
+  if (e != CUDA_SUCCESS) return Error{kErrCuda, "cuStreamWaitValue64 failed (" + std::to_string(static_cast<int>(e)) + ")"};
+  return ok_status();
+}
+
+void release_ipc_signals() {
+  for (auto& c : signals().counters) {
+    std::lock_guard lock(c.mu);
+    if (c.word) cudaFree(c.word);
+    c.word = nullptr;
+    c.tried = c.usable = false;
+  }
+}
+
+}  // namespace dtmpi::runtime
