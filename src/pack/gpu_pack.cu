@@ -59,6 +59,21 @@ StridedArgsN<N> shrink(const StridedArgs& a) {
   return b;
 }
 
+// The gate (gpu_pack.hpp): every thread block waits for the producer's counter.
+__device__ __forceinline__ void pass_gate(const Gate& gate) {
+  if (!gate.word) return;
+  if (threadIdx.x == 0) {
+    const auto* w = static_cast<const unsigned long long*>(gate.word);
+    for (;;) {
+      unsigned long long v;
+      asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(w) : "memory");
+      if (static_cast<int64_t>(v - gate.value) >= 0) break;
+      __nanosleep(200);
+    }
+  }
+  __syncthreads();
+}
+
 // Each thread moves kUnroll words per iteration, all loads issued before the
 // stores, so enough memory requests are in flight to approach bandwidth.
 constexpr int kUnroll = 4;
@@ -66,7 +81,8 @@ constexpr int kUnroll = 4;
 template <typename Word, bool kPack, typename Index, int kDims>
 __global__ void __launch_bounds__(kThreads)
     strided_kernel(StridedArgsN<kDims >= 0 ? kDims : type::kMaxDims> a, char* user, char* packed,
-                   Index words_per_block, Index total) {
+                   Index words_per_block, Index total, Gate gate) {
+  pass_gate(gate);
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index g0 = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total;
        g0 += step * kUnroll) {
@@ -109,7 +125,8 @@ struct BlockListArgs {
 
 template <typename Word, bool kPack>
 __global__ void __launch_bounds__(kThreads)
-    block_list_kernel(BlockListArgs a, char* user, char* packed, uint64_t total) {
+    block_list_kernel(BlockListArgs a, char* user, char* packed, uint64_t total, Gate gate) {
+  pass_gate(gate);
   for (uint64_t g = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
        g += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
     const int64_t pos = static_cast<int64_t>(g * sizeof(Word));
@@ -164,26 +181,26 @@ int word_for(uint64_t bits) {
 }
 
 template <typename Word, bool kPack, typename Index, int kDims>
-void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total,
+void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total, const Gate& gate,
                     int device, cudaStream_t s) {
   strided_kernel<Word, kPack, Index, kDims><<<grid_for((total + kUnroll - 1) / kUnroll, device), kThreads, 0, s>>>(
       shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb),
-      static_cast<Index>(total));
+      static_cast<Index>(total), gate);
 }
 
 template <typename Word, bool kPack>
-void dispatch_dims(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total,
+void dispatch_dims(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total, const Gate& gate,
                    int device, cudaStream_t s) {
   const bool small = total < (uint64_t{1} << 31);
-  if (small && a.ndims == 0) return launch_strided<Word, kPack, uint32_t, 0>(a, user, packed, wpb, total, device, s);
-  if (small && a.ndims == 1) return launch_strided<Word, kPack, uint32_t, 1>(a, user, packed, wpb, total, device, s);
-  if (small && a.ndims == 2) return launch_strided<Word, kPack, uint32_t, 2>(a, user, packed, wpb, total, device, s);
-  if (small && a.ndims == 3) return launch_strided<Word, kPack, uint32_t, 3>(a, user, packed, wpb, total, device, s);
-  launch_strided<Word, kPack, uint64_t, -1>(a, user, packed, wpb, total, device, s);
+  if (small && a.ndims == 0) return launch_strided<Word, kPack, uint32_t, 0>(a, user, packed, wpb, total, gate, device, s);
+  if (small && a.ndims == 1) return launch_strided<Word, kPack, uint32_t, 1>(a, user, packed, wpb, total, gate, device, s);
+  if (small && a.ndims == 2) return launch_strided<Word, kPack, uint32_t, 2>(a, user, packed, wpb, total, gate, device, s);
+  if (small && a.ndims == 3) return launch_strided<Word, kPack, uint32_t, 3>(a, user, packed, wpb, total, gate, device, s);
+  launch_strided<Word, kPack, uint64_t, -1>(a, user, packed, wpb, total, gate, device, s);
 }
 
 template <bool kPack>
-Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s) {
+Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s, const Gate& gate = {}) {
   if (p.bytes() == 0) return ok_status();
   StridedArgs a{};
   a.offset = p.offset;
@@ -196,11 +213,11 @@ Status run_strided(const StridedPlan& p, char* user, char* packed, int device, c
   const uint64_t wpb = static_cast<uint64_t>(p.block / w);
   const uint64_t total = wpb * static_cast<uint64_t>(p.blocks());
   switch (w) {
-    case 16: dispatch_dims<uint4, kPack>(a, user, packed, wpb, total, device, s); break;
-    case 8: dispatch_dims<uint2, kPack>(a, user, packed, wpb, total, device, s); break;
-    case 4: dispatch_dims<uint32_t, kPack>(a, user, packed, wpb, total, device, s); break;
-    case 2: dispatch_dims<uint16_t, kPack>(a, user, packed, wpb, total, device, s); break;
-    default: dispatch_dims<uint8_t, kPack>(a, user, packed, wpb, total, device, s); break;
+    case 16: dispatch_dims<uint4, kPack>(a, user, packed, wpb, total, gate, device, s); break;
+    case 8: dispatch_dims<uint2, kPack>(a, user, packed, wpb, total, gate, device, s); break;
+    case 4: dispatch_dims<uint32_t, kPack>(a, user, packed, wpb, total, gate, device, s); break;
+    case 2: dispatch_dims<uint16_t, kPack>(a, user, packed, wpb, total, gate, device, s); break;
+    default: dispatch_dims<uint8_t, kPack>(a, user, packed, wpb, total, gate, device, s); break;
   }
   DTMPI_CUDA_CHECK(cudaGetLastError());
   return ok_status();
@@ -287,7 +304,7 @@ Result<DeviceBlockList*> block_list_for(const PackPlan& plan, bool from_strided,
 
 template <bool kPack>
 Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, char* user,
-                      char* packed, int device, cudaStream_t s) {
+                      char* packed, int device, cudaStream_t s, const Gate& gate = {}) {
   auto got = block_list_for(plan, from_strided, device, s);
   if (!got) return got.error();
   const DeviceBlockList& list = *got.value();
@@ -325,11 +342,11 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
   const uint64_t total = static_cast<uint64_t>(a.body_bytes * outer / w);
   const unsigned grid = grid_for(total, device);
   switch (w) {
-    case 16: block_list_kernel<uint4, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total); break;
-    case 8: block_list_kernel<uint2, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total); break;
-    case 4: block_list_kernel<uint32_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total); break;
-    case 2: block_list_kernel<uint16_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total); break;
-    default: block_list_kernel<uint8_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total); break;
+    case 16: block_list_kernel<uint4, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
+    case 8: block_list_kernel<uint2, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
+    case 4: block_list_kernel<uint32_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
+    case 2: block_list_kernel<uint16_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
+    default: block_list_kernel<uint8_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
   }
   DTMPI_CUDA_CHECK(cudaGetLastError());
   return ok_status();
@@ -337,20 +354,20 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
 
 template <bool kPack>
 Status run(const PackPlan& plan, int64_t count, const void* user_c, void* packed, int device,
-           cudaStream_t s) {
+           cudaStream_t s, const Gate& gate = {}) {
   char* user = static_cast<char*>(const_cast<void*>(user_c));
   char* out = static_cast<char*>(packed);
   if (count == 0) return ok_status();
   if (plan.is_strided()) {
     StridedPlan whole;
-    if (plan.strided_for_count(count, whole)) return run_strided<kPack>(whole, user, out, device, s);
+    if (plan.strided_for_count(count, whole)) return run_strided<kPack>(whole, user, out, device, s, gate);
     for (int64_t k = 0; k < count; ++k) {  // no dim left for the count: one launch per element
-      DTMPI_TRY(run_strided<kPack>(plan.strided(), user + k * plan.extent, out, device, s));
+      DTMPI_TRY(run_strided<kPack>(plan.strided(), user + k * plan.extent, out, device, s, gate));
       out += plan.size;
     }
     return ok_status();
   }
-  return run_block_list<kPack>(plan, false, count, user, out, device, s);
+  return run_block_list<kPack>(plan, false, count, user, out, device, s, gate);
 }
 
 }  // namespace
@@ -368,8 +385,8 @@ Status pack_device(const PackPlan& plan, int64_t count, const void* user, void* 
 }
 
 Status unpack_device(const PackPlan& plan, int64_t count, const void* packed, void* user, int device,
-                     GpuStream stream) {
-  return run<false>(plan, count, user, const_cast<void*>(packed), device, stream);
+                     GpuStream stream, Gate gate) {
+  return run<false>(plan, count, user, const_cast<void*>(packed), device, stream, gate);
 }
 
 Status pack_device_as_block_list(const PackPlan& plan, int64_t count, const void* user, void* packed,

@@ -16,8 +16,20 @@ using GpuStream = CUstream_st*;  // a cudaStream_t
 
 Status pack_device(const type::PackPlan& plan, int64_t count, const void* user, void* packed,
                    int device, GpuStream stream);
+// A wait for another GPU's ready counter done by the unpack kernel itself:
+// the first thread of every thread block polls `word` (a system-scope acquire
+// load) until it holds at least `value` (the cyclic comparison of a stream
+// wait), then the block proceeds. A stream wait that is not yet satisfied
+// when the GPU reaches it is re-checked only every several microseconds; a
+// polling kernel sees the write about a microsecond after it lands. Only for
+// producers on another GPU (a kernel spinning for work of a process sharing
+// its GPU would hold the GPU for a whole time slice).
+struct Gate {
+  const void* word = nullptr;  // null: no gate
+  uint64_t value = 0;
+};
 Status unpack_device(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
-                     int device, GpuStream stream);
+                     int device, GpuStream stream, Gate gate = {});
 
 // One piece of a batched pack: `count` elements of `plan` at `user` (where
 // MPI's element 0 starts), packed at `packed`.

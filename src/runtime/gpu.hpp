@@ -109,11 +109,18 @@ int current_device();
 // and a marker that tells when it is done. Markers are pooled CUDA events.
 using GpuMarker = void*;
 Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int device);
+// A wait the unpack kernel does itself (pack::Gate): until the word at
+// `word` (another GPU's ready counter, mapped here) holds at least `value`.
+struct KernelGate {
+  const void* word = nullptr;
+  uint64_t value = 0;
+};
 // Queues the unpack of `count` elements from device-accessible `packed` (a
 // peer's buffer mapped over CUDA IPC) into GPU memory `user` on dtmpi's
-// stream of ui.device, and a marker after it.
+// stream of ui.device, and a marker after it. With a gate the unpack is a
+// kernel even for contiguous data.
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
-                               const PointerInfo& ui);
+                               const PointerInfo& ui, KernelGate gate = {});
 // A marker after the work queued so far on dtmpi's stream of `device`.
 Result<GpuMarker> mark(int device);
 // True once the work before `m` is done; an error (a fault) is returned as such.
@@ -161,13 +168,27 @@ struct IpcSignal {
   unsigned char handle[64] = {};  // the event's handle, or the counter allocation's memory handle
   uint64_t buffer_id = 0;         // counter: the allocation's buffer id (the importer's cache key)
   uint64_t value = 0;             // counter: the sequence number to wait for
+  uint64_t gpu = 0;               // the producer's GPU (gpu_identity; 0: unknown)
   void* event = nullptr;          // sender side, kEvent: the cudaEvent_t
   int device = -1;
 };
 Result<IpcSignal> ipc_signal_raise(int device);
+// Raise in two steps, for a sender that tells its receiver before queuing the
+// work: reserve fixes the value to wait for, commit queues its write after
+// the work queued in between. Commits are queued in reservation order (a
+// commit waits for earlier reservations' commits), so every reservation must
+// be committed whatever happens in between. Counters only (an event cannot be
+// waited for before it is recorded): kErrUnsupported otherwise.
+Result<IpcSignal> ipc_signal_reserve(int device);
+Status ipc_signal_commit(const IpcSignal& s);
 void ipc_signal_release(IpcSignal& s);
 // `local`: the signal is this process's own (a message to itself).
 Status ipc_signal_wait(int peer, const IpcSignal& s, int device, bool local = false);
+// Where a counter signal's word is mapped on `device` (for a KernelGate).
+Result<const void*> ipc_signal_word(int peer, const IpcSignal& s, int device);
+// A 64-bit identity of GPU `device` (a hash of its UUID; 0 if unknown): tells
+// whether a peer's signal comes from another GPU.
+uint64_t gpu_identity(int device);
 
 
 // Queues the pack of `count` elements of `user` (on GPU `ui.device`) into

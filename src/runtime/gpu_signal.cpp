@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -22,13 +23,14 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // One counter per device. Its own small allocation, so the IPC handle maps
-// exactly it; values grow by one per raise and are queued in that order (the
-// value is taken and its write queued under the lock).
+// exactly it; values grow by one per raise and their writes are queued in
+// that order (a write of n waits for the write of n - 1 to be queued).
 struct Counter {
   std::mutex mu;
   bool tried = false, usable = false;
   void* word = nullptr;
-  uint64_t seq = 0;
+  uint64_t reserved = 0, committed = 0;  // values handed out; values whose write is queued
+  uint64_t gpu = 0;
   IpcRegion region;
 };
 
@@ -144,37 +146,85 @@ Status wait_event(int peer, const IpcSignal& sig, int device, bool local, cudaSt
 
 }  // namespace
 
-Result<IpcSignal> ipc_signal_raise(int device) {
+uint64_t gpu_identity(int device) {
+  static std::mutex mu;
+  static std::map<int, uint64_t> known;
+  std::lock_guard lock(mu);
+  auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  uint64_t h = 0;
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) == cudaSuccess) {
+    h = 1469598103934665603ULL;  // FNV-1a over the UUID
+    for (unsigned char c : p.uuid.bytes) h = (h ^ c) * 1099511628211ULL;
+    h |= 1;  // never 0 ("unknown")
+  } else {
+    cudaGetLastError();
+  }
+  known[device] = h;
+  return h;
+}
+
+Result<IpcSignal> ipc_signal_reserve(int device) {
   if (device < 0 || device >= kMaxDevices) return Error{kErrUnsupported, "device out of range"};
+  Counter& c = signals().counters[device];
+  std::lock_guard lock(c.mu);
+  if (!c.tried) {
+    DeviceScope scope(device);
+    auto s = stream_for(device);
+    if (!s) return s.error();
+    c.tried = true;
+    c.usable = create_counter(c, device, s.value());
+    c.gpu = gpu_identity(device);
+  }
+  if (!c.usable) return Error{kErrUnsupported, "no ready counter on this device"};
+  IpcSignal sig;
+  sig.kind = IpcSignal::Kind::kCounter;
+  std::memcpy(sig.handle, c.region.handle, sizeof(sig.handle));
+  sig.buffer_id = c.region.buffer_id;
+  sig.value = ++c.reserved;
+  sig.gpu = c.gpu;
+  sig.device = device;
+  return sig;
+}
+
+Status ipc_signal_commit(const IpcSignal& sig) {
+  if (sig.kind != IpcSignal::Kind::kCounter) return ok_status();
+  Counter& c = signals().counters[sig.device];
+  DeviceScope scope(sig.device);
+  auto s = stream_for(sig.device);
+  for (;;) {
+    {
+      std::lock_guard lock(c.mu);
+      if (c.committed + 1 == sig.value) {
+        c.committed = sig.value;  // taken even on failure: later commits must not wait forever
+        if (!s) return s.error();
+        // the default flags fence the write after the work queued before it
+        const CUresult e = driver().write_value64(reinterpret_cast<CUstream>(s.value()),
+                                                  reinterpret_cast<CUdeviceptr>(c.word), sig.value,
+                                                  CU_STREAM_WRITE_VALUE_DEFAULT);
+        if (e != CUDA_SUCCESS) {
+          c.usable = false;
+          return Error{kErrCuda, "cuStreamWriteValue64 failed (" + std::to_string(static_cast<int>(e)) + ")"};
+        }
+        return ok_status();
+      }
+    }
+    std::this_thread::yield();  // another thread's earlier reservation is not committed yet
+  }
+}
+
+Result<IpcSignal> ipc_signal_raise(int device) {
+  auto sig = ipc_signal_reserve(device);
+  if (sig) {
+    auto ok = ipc_signal_commit(sig.value());
+    if (ok) return sig;
+    DTMPI_LOG(kInfo, "stream memory operations failed on device %d (%s): interprocess events instead", device,
+              ok.error().what.c_str());
+  }
   DeviceScope scope(device);
   auto s = stream_for(device);
   if (!s) return s.error();
-  Counter& c = signals().counters[device];
-  {
-    std::lock_guard lock(c.mu);
-    if (!c.tried) {
-      c.tried = true;
-      c.usable = create_counter(c, device, s.value());
-    }
-    if (c.usable) {
-      // the default flags fence the write after the work queued before it
-      const CUresult e = driver().write_value64(reinterpret_cast<CUstream>(s.value()),
-                                                reinterpret_cast<CUdeviceptr>(c.word), c.seq + 1,
-                                                CU_STREAM_WRITE_VALUE_DEFAULT);
-      if (e == CUDA_SUCCESS) {
-        IpcSignal sig;
-        sig.kind = IpcSignal::Kind::kCounter;
-        std::memcpy(sig.handle, c.region.handle, sizeof(sig.handle));
-        sig.buffer_id = c.region.buffer_id;
-        sig.value = ++c.seq;
-        sig.device = device;
-        return sig;
-      }
-      DTMPI_LOG(kInfo, "cuStreamWriteValue64 failed on device %d (%d): interprocess events instead", device,
-                static_cast<int>(e));
-      c.usable = false;
-    }
-  }
   return raise_event(device, s.value());
 }
 
@@ -205,12 +255,21 @@ Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
   return ok_status();
 }
 
+Result<const void*> ipc_signal_word(int peer, const IpcSignal& sig, int device) {
+  if (sig.kind != IpcSignal::Kind::kCounter) return Error{kErrUnsupported, "not a counter signal"};
+  IpcRegion r;
+  std::memcpy(r.handle, sig.handle, sizeof(r.handle));
+  r.buffer_id = sig.buffer_id;
+  return ipc_open(peer, r, device, false);
+}
+
 void release_ipc_signals() {
   for (auto& c : signals().counters) {
     std::lock_guard lock(c.mu);
     if (c.word) cudaFree(c.word);
     c.word = nullptr;
     c.tried = c.usable = false;
+    c.reserved = c.committed = 0;
   }
 }
 

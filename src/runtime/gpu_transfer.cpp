@@ -78,12 +78,14 @@ Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int devic
 }
 
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
-                               const PointerInfo& ui) {
+                               const PointerInfo& ui, KernelGate gate) {
   DeviceScope scope(ui.device);
   auto s = stream_for(ui.device);
   if (!s) return s.error();
   int64_t offset = 0;
-  if (plan.contiguous_for_count(count, offset)) {
+  if (gate.word) {
+    DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value(), pack::Gate{gate.word, gate.value}));
+  } else if (plan.contiguous_for_count(count, offset)) {
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset, packed, static_cast<size_t>(count * plan.size),
                                      cudaMemcpyDefault, s.value()));
   } else {

@@ -18,7 +18,7 @@ struct Wire_ {
   uint16_t ready_kind;
   int64_t total_bytes;
   int32_t transfer_id, sender_world, receiver_world, user_tag;
-  int64_t chunk_bytes;
+  int64_t chunk_bytes;  // kPipelined; kIpc: the ready signal's producer GPU (IpcSignal::gpu)
   unsigned char ipc_handle[64];
   uint64_t ipc_buffer_id;
   int64_t ipc_offset;
@@ -68,7 +68,7 @@ void encode(const Descriptor& d, unsigned char* out) {
   w.sender_world = d.sender_world;
   w.receiver_world = d.receiver_world;
   w.user_tag = d.user_tag;
-  w.chunk_bytes = d.chunk_bytes;
+  w.chunk_bytes = d.wire == Wire::kIpc ? static_cast<int64_t>(d.ready.gpu) : d.chunk_bytes;
   std::memcpy(w.ipc_handle, d.region.handle, sizeof(w.ipc_handle));
   w.ipc_buffer_id = d.region.buffer_id;
   w.ipc_offset = d.region.offset;
@@ -96,7 +96,10 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   d.sender_world = w.sender_world;
   d.receiver_world = w.receiver_world;
   d.user_tag = w.user_tag;
-  d.chunk_bytes = w.chunk_bytes;
+  if (d.wire == Wire::kIpc)
+    d.ready.gpu = static_cast<uint64_t>(w.chunk_bytes);
+  else
+    d.chunk_bytes = w.chunk_bytes;
   std::memcpy(d.region.handle, w.ipc_handle, sizeof(w.ipc_handle));
   d.region.buffer_id = w.ipc_buffer_id;
   d.region.offset = w.ipc_offset;

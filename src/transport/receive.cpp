@@ -246,15 +246,24 @@ bool ReceiveOp::read_over_ipc() {
     (void)once;
     return false;
   }
-  if (d_.ready.kind != rt::IpcSignal::Kind::kNone) {
+  // a sender on another GPU may announce before its pack is queued: the
+  // unpack kernel polls its ready counter (pack::Gate), where a stream wait
+  // would be re-checked too rarely; a process sharing this GPU is never spun
+  // against (its kernels could not run meanwhile)
+  rt::KernelGate gate;
+  if (d_.ready.kind == rt::IpcSignal::Kind::kCounter && rt::on_gpu(b_.info) && !local && d_.ready.gpu != 0 &&
+      d_.ready.gpu != rt::gpu_identity(device) && d_.total_bytes <= kGatedUnpackMax) {
+    if (auto word = rt::ipc_signal_word(d_.sender_world, d_.ready, device)) gate = {word.value(), d_.ready.value};
+  }
+  if (!gate.word && d_.ready.kind != rt::IpcSignal::Kind::kNone) {
     auto w = rt::ipc_signal_wait(d_.sender_world, d_.ready, device, local);
     if (!w) {
       DTMPI_LOG(kWarn, "waiting for rank %d's ready signal failed (%s): payload through host memory",
                 d_.sender_world, w.error().what.c_str());
       return false;
     }
-    DTMPI_TRACE("recv: ready waited");
   }
+  DTMPI_TRACE(gate.word ? "recv: gated" : "recv: ready waited");
   rt::PointerInfo pi;
   pi.kind = rt::MemKind::kDevice;
   pi.device = device;
@@ -263,7 +272,7 @@ bool ReceiveOp::read_over_ipc() {
   if (rt::on_gpu(b_.info)) {
     // queued, not waited for: the next messages' work queues behind it while
     // step() watches its marker (the sender's buffer is released at the ack)
-    auto m = rt::unpack_async(*b_.plan, elements, peer.value(), b_.ptr, b_.info);
+    auto m = rt::unpack_async(*b_.plan, elements, peer.value(), b_.ptr, b_.info, gate);
     if (!m) {
       DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", m.error().what.c_str());
       error = MPI_ERR_OTHER;

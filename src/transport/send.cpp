@@ -209,40 +209,79 @@ int announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm co
   return rc;
 }
 
-// The device method from GPU memory: the pack into tail.device is queued, the
-// ready signal raised after it, and the descriptor (with the region and the
-// signal) sent without waiting for the pack: the receiver's stream waits for
-// the signal on the GPU. (Announcing before even queuing the pack was tried:
-// the receiver's stream then reaches its wait before the signal, and an
-// unsatisfied stream wait is re-checked only every several microseconds, which
-// cost more than the sender's launch it hid: bench/results/gpu-latency-*.)
-// The application's request (or the blocking call) completes once the pack
-// has read its buffer: a kernel the application launches on a stream of its
-// own right after may overwrite it.
+// True when the descriptor may go out before the pack is queued (see
+// send_over_ipc): a standard-mode send (a synchronous descriptor waits for its
+// receiver), a layout whose pack cannot fail for want of resources (strided
+// plans need no device data; an irregular plan's block list is allocated on
+// first use), and a single application thread: nothing else may queue GPU work
+// on the stream between the counter's reservation and its commit (a wait for
+// a peer queued there could wait, through the peer's own early send, for this
+// very commit).
+bool may_announce_early(const UserBuffer& b, bool synchronous) {
+  if (synchronous || !b.plan->is_strided()) return false;
+  int level = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&level);
+  return level != MPI_THREAD_MULTIPLE;
+}
+
+// The device method from GPU memory: the receiver's kernel reads tail.device
+// (exported in d.region) once the ready signal says the pack is done, waiting
+// for it on the GPU. Where the signal is a counter and may_announce_early,
+// the descriptor goes first and the pack is queued after it, so the sender's
+// launch (3 us of host time) overlaps the receiver's setup; the receiver's
+// kernel then polls the counter itself (a stream wait reached before the
+// counter is written is re-checked only every several microseconds:
+// bench/results/gpu-latency-2xh200-2026-11-23.txt). Otherwise: pack, raise,
+// then the descriptor. The signal is raised whatever happens after the
+// announcement, so a receiver and later transfers never wait forever. The
+// application's request (or the blocking call) completes once the pack has
+// read its buffer: a kernel it launches on a stream of its own right after
+// may overwrite it.
 int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
                   bool synchronous, MPI_Request* request) {
   const int device = b.info.device;
-  auto packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr);
-  DTMPI_TRACE("send: pack queued");
-  auto ready = packed ? rt::ipc_signal_raise(device) : Result<rt::IpcSignal>(packed.error());
-  if (!ready) {
-    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ready.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
-  tail.ready = d.ready = ready.value();
-  auto reading = rt::mark(device);
-  if (!reading) {
-    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
   MPI_Request r = MPI_REQUEST_NULL;
   rt::Staging buf;
-  if (int rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
-    if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
-    rt::release_marker(reading.value());
-    return rc;
+  auto early = may_announce_early(b, synchronous) ? rt::ipc_signal_reserve(device)
+                                                  : Result<rt::IpcSignal>(Error{kErrUnsupported, "in order"});
+  if (early) {
+    tail.ready = d.ready = early.value();
+    const int rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf);
+    auto packed = rc == MPI_SUCCESS ? rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr)
+                                    : ok_status();
+    DTMPI_TRACE("send: pack queued");
+    auto raised = rt::ipc_signal_commit(early.value());
+    if (rc != MPI_SUCCESS) return rc;
+    if (!packed || !raised) {
+      DTMPI_LOG(kError, "packing a GPU send buffer after its announcement failed: %s",
+                (!packed ? packed.error() : raised.error()).what.c_str());
+      complete_descriptor(r, buf, nullptr, nullptr);
+      return MPI_ERR_OTHER;
+    }
+  } else {
+    auto packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr);
+    DTMPI_TRACE("send: pack queued");
+    auto ready = packed ? rt::ipc_signal_raise(device) : Result<rt::IpcSignal>(packed.error());
+    if (!ready) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ready.error().what.c_str());
+      return MPI_ERR_OTHER;
+    }
+    tail.ready = d.ready = ready.value();
   }
-  return complete_descriptor(r, buf, reading.value(), request);
+  auto reading = rt::mark(device);
+  if (!reading) DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
+  if (!early) {
+    if (!reading) return MPI_ERR_OTHER;
+    if (int rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
+      if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
+      rt::release_marker(reading.value());
+      return rc;
+    }
+  } else if (!reading && !rt::wait_stream(device)) {
+    complete_descriptor(r, buf, nullptr, nullptr);
+    return MPI_ERR_OTHER;
+  }
+  return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
 }
 
 }  // namespace
