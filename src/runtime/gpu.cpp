@@ -51,7 +51,8 @@ struct Gpu {
   cudaStream_t streams[kMaxDevices] = {};
   volatile uint32_t* done_flag[kMaxDevices] = {};  // mapped pinned word per device
   CUdeviceptr done_flag_dev[kMaxDevices] = {};
-  std::atomic<uint32_t> done_seq[kMaxDevices] = {};
+  uint32_t done_seq[kMaxDevices] = {};
+  std::mutex done_mu[kMaxDevices];  // a sequence number is taken and its write queued under it
   bool spin_ok[kMaxDevices] = {};
   std::unique_ptr<BufferPool> device_pools[kMaxDevices];
   std::unique_ptr<BufferPool> pinned_pool;
@@ -217,18 +218,31 @@ PointerInfo pointer_info(const void* p) {
 // a sequence number to mapped memory and a short spin on it return sooner. Work
 // still running after the spin (or any error) goes to cudaStreamSynchronize,
 // which also reports faults.
-Status finish(int device, cudaStream_t s) {
+uint32_t raise_host_flag(int device, cudaStream_t s) {
   Gpu& g = gpu();
-  if (g.spin_ok[device]) {
-    const uint32_t seq = g.done_seq[device].fetch_add(1, std::memory_order_relaxed) + 1;
-    if (g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device], seq, 0) == CUDA_SUCCESS) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0;; ++i) {
-        if (static_cast<int32_t>(*g.done_flag[device] - seq) >= 0) return ok_status();
-        if ((i & 255) == 255 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(200)) break;
-      }
-    } else {
-      g.spin_ok[device] = false;  // stream memory operations unsupported here
+  if (device < 0 || device >= kMaxDevices || !g.spin_ok[device]) return 0;
+  std::lock_guard lock(g.done_mu[device]);  // numbers reach the flag in the order they were taken
+  const uint32_t seq = g.done_seq[device] + 1 == 0 ? 1 : g.done_seq[device] + 1;  // 0 means "none"
+  if (g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device], seq, 0) != CUDA_SUCCESS) {
+    cudaGetLastError();
+    g.spin_ok[device] = false;  // stream memory operations unsupported here
+    return 0;
+  }
+  g.done_seq[device] = seq;
+  return seq;
+}
+
+bool host_flag_reached(int device, uint32_t seq) {
+  Gpu& g = gpu();
+  return g.done_flag[device] && static_cast<int32_t>(*g.done_flag[device] - seq) >= 0;
+}
+
+Status finish(int device, cudaStream_t s) {
+  if (const uint32_t seq = raise_host_flag(device, s)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0;; ++i) {
+      if (host_flag_reached(device, seq)) return ok_status();
+      if ((i & 255) == 255 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(200)) break;
     }
   }
   DTMPI_CUDA_CHECK(cudaStreamSynchronize(s));

@@ -34,6 +34,13 @@ BufferPool& device_pool(int device);
 // Frees the ready counters (runtime/gpu_signal.cpp), at MPI_Finalize.
 void release_ipc_signals();
 BufferPool& pinned_pool();
+// Host-visible progress of dtmpi's stream on `device`: queues a stream write
+// of the device's next sequence number to a mapped pinned word and returns
+// the number (0 where stream memory operations are unavailable). Numbers are
+// taken and their writes queued under one lock, so the word only grows.
+uint32_t raise_host_flag(int device, cudaStream_t s);
+// True once the flag of `device` has reached `seq` (a load from host memory).
+bool host_flag_reached(int device, uint32_t seq);
 // Waits for the work queued on `s` (spin on a stream-written flag, then sync).
 Status finish(int device, cudaStream_t s);
 // How the GPU packers see a staging buffer (mapped unless `via_device`).

@@ -39,32 +39,53 @@ int current_device() {
 }
 
 namespace {
+
+// A marker: a pooled event recorded after the work, and, where the marker is
+// watched on a critical path, a host flag raised after it too (polling
+// cudaEventQuery costs over a microsecond a call; the flag is a load).
+struct Marker {
+  cudaEvent_t event = nullptr;
+  int device = -1;
+  uint32_t seq = 0;    // host flag number; 0: none
+  uint32_t polls = 0;  // flag polls since the last event query
+};
+
 std::mutex g_markers_mu;
-std::vector<cudaEvent_t> g_free_markers;
-}  // namespace
+std::vector<Marker*> g_free_markers;
 
-namespace {
-
-// A pooled event recorded on `s` (a stream of the current device).
-Result<GpuMarker> record_marker(cudaStream_t s) {
-  cudaEvent_t ev = nullptr;
+Result<GpuMarker> record_marker(cudaStream_t s, int device, bool host_visible) {
+  Marker* m = nullptr;
   {
     std::lock_guard lock(g_markers_mu);
     if (!g_free_markers.empty()) {
-      ev = g_free_markers.back();
+      m = g_free_markers.back();
       g_free_markers.pop_back();
     }
   }
-  // an event records only on a stream of the device it was created on: a
-  // recycled event from another device fails to record and is replaced
-  if (ev && cudaEventRecord(ev, s) == cudaSuccess) return static_cast<GpuMarker>(ev);
-  if (ev) {
-    cudaGetLastError();
-    cudaEventDestroy(ev);
+  if (!m) m = new Marker;
+  // an event records only on a stream of the device it was created on
+  if (m->event && m->device != device) {
+    cudaEventDestroy(m->event);
+    m->event = nullptr;
   }
-  DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  DTMPI_CUDA_CHECK(cudaEventRecord(ev, s));
-  return static_cast<GpuMarker>(ev);
+  if (!m->event) {
+    if (cudaEventCreateWithFlags(&m->event, cudaEventDisableTiming) != cudaSuccess) {
+      m->event = nullptr;
+      delete m;
+      return Error{kErrCuda, std::string("cudaEventCreateWithFlags: ") + cudaGetErrorString(cudaGetLastError())};
+    }
+  }
+  m->device = device;
+  m->polls = 0;
+  const cudaError_t e = cudaEventRecord(m->event, s);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    std::lock_guard lock(g_markers_mu);
+    g_free_markers.push_back(m);
+    return Error{kErrCuda, std::string("cudaEventRecord: ") + cudaGetErrorString(e)};
+  }
+  m->seq = host_visible ? raise_host_flag(device, s) : 0;
+  return static_cast<GpuMarker>(m);
 }
 
 }  // namespace
@@ -74,7 +95,7 @@ Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int devic
   auto s = stream_for(device);
   if (!s) return s.error();
   DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.value()));
-  return record_marker(s.value());
+  return record_marker(s.value(), device, false);
 }
 
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
@@ -91,11 +112,16 @@ Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const 
   } else {
     DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value()));
   }
-  return record_marker(s.value());
+  return record_marker(s.value(), ui.device, true);
 }
 
-Result<bool> marker_done(GpuMarker m) {
-  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(m));
+Result<bool> marker_done(GpuMarker gm) {
+  auto* m = static_cast<Marker*>(gm);
+  // the flag first; the event now and then, which also reports a fault (after
+  // one, the flag would never be written)
+  if (m->seq && host_flag_reached(m->device, m->seq)) return true;
+  if (m->seq && (++m->polls & 63) != 0) return false;
+  const cudaError_t e = cudaEventQuery(m->event);
   if (e == cudaSuccess) return true;
   if (e == cudaErrorNotReady) return false;
   return Error{kErrCuda, std::string("cudaEventQuery: ") + cudaGetErrorString(e)};
@@ -105,7 +131,7 @@ Result<GpuMarker> mark(int device) {
   DeviceScope scope(device);
   auto s = stream_for(device);
   if (!s) return s.error();
-  return record_marker(s.value());
+  return record_marker(s.value(), device, true);
 }
 
 Status wait_marker(GpuMarker m) {
@@ -119,7 +145,7 @@ Status wait_marker(GpuMarker m) {
 void release_marker(GpuMarker m) {
   if (!m) return;
   std::lock_guard lock(g_markers_mu);
-  g_free_markers.push_back(static_cast<cudaEvent_t>(m));
+  g_free_markers.push_back(static_cast<Marker*>(m));
 }
 
 // ---------------------------------------------------------------- CUDA IPC --
