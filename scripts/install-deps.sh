@@ -3,7 +3,7 @@
 # through sudo), skipping the package index update when nothing is missing.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev
-      openmpi-bin libopenmpi-dev mpich libmpich-dev libmetis-dev)
+      openmpi-bin libopenmpi-dev mpich libmpich-dev libmetis-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && exit 0
