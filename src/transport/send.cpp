@@ -233,7 +233,9 @@ bool may_announce_early(const UserBuffer& b, bool synchronous) {
 // counter is written is re-checked only every several microseconds:
 // bench/results/gpu-latency-2xh200-2026-11-23.txt). Otherwise: pack, raise,
 // then the descriptor. The signal is raised whatever happens after the
-// announcement, so a receiver and later transfers never wait forever. The
+// announcement, so a receiver and later transfers never wait forever (a
+// strided pack can then only fail if CUDA itself does; the sender is told,
+// the receiver's bytes are undefined, as with any fault of the device). The
 // application's request (or the blocking call) completes once the pack has
 // read its buffer: a kernel it launches on a stream of its own right after
 // may overwrite it.
