@@ -29,8 +29,6 @@
 namespace dtmpi::runtime {
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 struct Gpu {
   bool enabled = false;
   int ndevices = 0;

@@ -12,6 +12,9 @@
 
 namespace dtmpi::runtime {
 
+// Devices dtmpi keeps per-device state for (streams, pools, flags, counters).
+inline constexpr int kMaxDevices = 64;
+
 // Driver entry points, looked up at run time (a link-time dependency on
 // libcuda would stop the library loading on machines without a driver); null
 // where the driver lacks them.

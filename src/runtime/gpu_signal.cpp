@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -20,8 +21,6 @@
 namespace dtmpi::runtime {
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 // One counter per device. Its own small allocation, so the IPC handle maps
 // exactly it; values grow by one per raise and their writes are queued in
 // that order (a write of n waits for the write of n - 1 to be queued).
@@ -30,7 +29,6 @@ struct Counter {
   bool tried = false, usable = false;
   void* word = nullptr;
   uint64_t reserved = 0, committed = 0;  // values handed out; values whose write is queued
-  uint64_t gpu = 0;
   IpcRegion region;
 };
 
@@ -147,21 +145,19 @@ Status wait_event(int peer, const IpcSignal& sig, int device, bool local, cudaSt
 }  // namespace
 
 uint64_t gpu_identity(int device) {
-  static std::mutex mu;
-  static std::map<int, uint64_t> known;
-  std::lock_guard lock(mu);
-  auto it = known.find(device);
-  if (it != known.end()) return it->second;
-  uint64_t h = 0;
+  // asked on every IPC receive: computed once per device, then a load
+  static std::atomic<uint64_t> known[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices) return 0;
+  if (const uint64_t h = known[device].load(std::memory_order_acquire)) return h;
   cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, device) == cudaSuccess) {
-    h = 1469598103934665603ULL;  // FNV-1a over the UUID
-    for (unsigned char c : p.uuid.bytes) h = (h ^ c) * 1099511628211ULL;
-    h |= 1;  // never 0 ("unknown")
-  } else {
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
     cudaGetLastError();
+    return 0;
   }
-  known[device] = h;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the UUID
+  for (unsigned char c : p.uuid.bytes) h = (h ^ c) * 1099511628211ULL;
+  h |= 1;  // never 0 ("unknown")
+  known[device].store(h, std::memory_order_release);
   return h;
 }
 
@@ -175,7 +171,6 @@ Result<IpcSignal> ipc_signal_reserve(int device) {
     if (!s) return s.error();
     c.tried = true;
     c.usable = create_counter(c, device, s.value());
-    c.gpu = gpu_identity(device);
   }
   if (!c.usable) return Error{kErrUnsupported, "no ready counter on this device"};
   IpcSignal sig;
@@ -183,7 +178,7 @@ Result<IpcSignal> ipc_signal_reserve(int device) {
   std::memcpy(sig.handle, c.region.handle, sizeof(sig.handle));
   sig.buffer_id = c.region.buffer_id;
   sig.value = ++c.reserved;
-  sig.gpu = c.gpu;
+  sig.gpu = gpu_identity(device);
   sig.device = device;
   return sig;
 }
