@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks|model|halo] [--quick]
+#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks|model|halo|trace] [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -61,6 +61,21 @@ if [ "$what" = all ] || [ "$what" = halo ]; then
   step "dtmpi-bench halo --gpu: 1 rank on 1 GPU (every neighbour is the rank itself)"
   CUDA_VISIBLE_DEVICES=0 mpiexec -n 1 $build/bench/dtmpi-bench halo --gpu --iters $iters \
     --csv "$out/halo-gpu-1rank-1gpu.csv" | tee "$out/halo-gpu-1rank-1gpu.txt"
+fi
+
+if [ "$what" = trace ]; then
+  # where the time of one halo exchange goes: each dtmpi variant alone, traced
+  # (DTMPI_TRACE), summarized by tools/trace_timeline.py over its last exchange
+  for v in "isend      dtmpi" "alltoallv  dtmpi" "alltoallw  dtmpi" "limit      device"; do
+    tag=$(echo "$v" | awk '{print $1}')
+    step "trace: halo $v (2 ranks on 2 GPUs)"
+    rm -f "$out/trace-$tag".*.txt
+    DTMPI_TRACE="$out/trace-$tag" mpiexec -n 2 $build/bench/dtmpi-bench halo --gpu --iters 2 --only "$v" --no-limits \
+      | grep -E "dtmpi|limit"
+    python3 tools/trace_timeline.py "$out/trace-$tag" --last ${TRACE_LAST:-1500} --by-total | head -${TRACE_ROWS:-40}
+    python3 tools/trace_timeline.py "$out/trace-$tag" --last ${TRACE_LAST:-1500} --raw > "$out/trace-$tag-raw.txt"
+    rm -f "$out/trace-$tag".*.txt
+  done
 fi
 
 if [ "$what" = chunks ]; then

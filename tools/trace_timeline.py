@@ -3,10 +3,11 @@
 each step (a trace point following another, on any rank), how often it
 occurred and its median / 10th / 90th percentile duration in microseconds.
 
-  tools/trace_timeline.py PREFIX [--last N] [--raw]
+  tools/trace_timeline.py PREFIX [--last N] [--raw] [--by-total]
 
 --last N keeps only the last N points of the merged timeline (the steady
-state of a benchmark); --raw prints the merged points themselves."""
+state of a benchmark); --raw prints the merged points themselves; --by-total
+lists the steps by the time they add up to (count x duration), largest first."""
 import glob
 import statistics
 import sys
@@ -41,11 +42,13 @@ def main():
             steps[key] = []
             order.append(key)
         steps[key].append((b_ns - a_ns) / 1e3)
-    print(f"{'count':>6} {'median':>8} {'p10':>8} {'p90':>8}  step (rank:label -> rank:label)")
+    if "--by-total" in args:
+        order.sort(key=lambda k: -sum(steps[k]))
+    print(f"{'count':>6} {'median':>8} {'p10':>8} {'p90':>8} {'total':>9}  step (rank:label -> rank:label)")
     for key in order:
         v = sorted(steps[key])
         p = lambda q: v[min(len(v) - 1, int(q * len(v)))]
-        print(f"{len(v):6d} {statistics.median(v):8.2f} {p(0.1):8.2f} {p(0.9):8.2f}  {key[0]} -> {key[1]}")
+        print(f"{len(v):6d} {statistics.median(v):8.2f} {p(0.1):8.2f} {p(0.9):8.2f} {sum(v):9.1f}  {key[0]} -> {key[1]}")
     return 0
 
 

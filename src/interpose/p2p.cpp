@@ -86,6 +86,7 @@ int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm 
   }
   rt::Staging st;
   if (int rc = stage_send(b, m == tp::Method::kStaged, st, comm); rc != MPI_SUCCESS) return rc;
+  DTMPI_TRACE("send: staged (one message)");
   const int n = static_cast<int>(b.bytes);
   int rc;
   if (!request) {
@@ -207,6 +208,7 @@ int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, tp::Sta
 #define DTMPI_NONBLOCKING_SEND(NAME, MODE)                                                             \
   DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,          \
                         MPI_Comm comm, MPI_Request* request) {                                         \
+    DTMPI_TRACE(#NAME ": entry");                                                                      \
     tp::poll();                                                                                        \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, request);    \
@@ -236,6 +238,7 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
 
 DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                            MPI_Request* request) {
+  DTMPI_TRACE("MPI_Irecv: entry");
   tp::poll();
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag))

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "interpose/export.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
@@ -54,6 +55,7 @@ int serve(Direction dir, const PackPlan& plan, int count, const void* user, void
     const rt::PointerInfo ui = rt::pointer_info(static_cast<const char*>(user) + plan.first_byte),
                           pi = rt::pointer_info(packed);
     if (rt::on_gpu(ui) || rt::on_gpu(pi)) {
+      DTMPI_TRACE(dir == Direction::kPack ? "MPI_Pack: GPU entry" : "MPI_Unpack: GPU entry");
       DTMPI_LOG(kDebug, "%s %lld bytes: user %p (%s) packed %p (%s)",
                 dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack", static_cast<long long>(bytes), user,
                 rt::kind_name(ui.kind), packed, rt::kind_name(pi.kind));
@@ -64,6 +66,7 @@ int serve(Direction dir, const PackPlan& plan, int count, const void* user, void
                   st.error().what.c_str());
         return raise(comm, MPI_ERR_OTHER);
       }
+      DTMPI_TRACE(dir == Direction::kPack ? "MPI_Pack: GPU done" : "MPI_Unpack: GPU done");
       rt::count(rt::Counter::kGpuPacks);
       rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
       return MPI_SUCCESS;

@@ -8,6 +8,7 @@
 // tracked request is finished (unpacked, staging returned) before the call returns.
 #include <vector>
 
+#include "base/trace.hpp"
 #include "interpose/export.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
@@ -89,7 +90,12 @@ DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitall)(count, requests, statuses);
-  if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Testall(count, requests, &flag, statuses); });
+  DTMPI_TRACE("MPI_Waitall: entry");
+  if (tp::busy()) {
+    const int rc = wait_by_testing([&](int& flag) { return MPI_Testall(count, requests, &flag, statuses); });
+    DTMPI_TRACE("MPI_Waitall: done");
+    return rc;
+  }
   rt::progress();
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(count);

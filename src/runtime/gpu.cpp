@@ -19,6 +19,7 @@
 
 #include "base/cuda_check.hpp"
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
 #include "pack/gpu_pack.hpp"
 #include "runtime/buffer_pool.hpp"
@@ -236,14 +237,19 @@ bool host_flag_reached(int device, uint32_t seq) {
 }
 
 Status finish(int device, cudaStream_t s) {
+  DTMPI_TRACE("gpu: finish (work queued)");
   if (const uint32_t seq = raise_host_flag(device, s)) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0;; ++i) {
-      if (host_flag_reached(device, seq)) return ok_status();
+      if (host_flag_reached(device, seq)) {
+        DTMPI_TRACE("gpu: finished (flag)");
+        return ok_status();
+      }
       if ((i & 255) == 255 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(200)) break;
     }
   }
   DTMPI_CUDA_CHECK(cudaStreamSynchronize(s));
+  DTMPI_TRACE("gpu: finished (synchronize)");
   return ok_status();
 }
 

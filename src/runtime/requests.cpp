@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/trace.hpp"
 
 namespace dtmpi::runtime {
 
@@ -53,6 +54,7 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
     DTMPI_LOG(kWarn, "received %d bytes, not a whole number of %lld-byte elements: %lld unpacked", bytes,
               static_cast<long long>(size), static_cast<long long>(elements));
   }
+  DTMPI_TRACE("recv: one message landed");
   if (elements > 0 && op.device.ptr) {
     PointerInfo di;
     di.kind = MemKind::kDevice;
@@ -69,6 +71,7 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
       return MPI_ERR_OTHER;
     }
   }
+  DTMPI_TRACE("recv: one message unpacked");
   return MPI_SUCCESS;
 }
 
