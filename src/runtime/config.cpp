@@ -95,6 +95,7 @@ Config read_environment() {
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
+  c.test_refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
   log::g_level.store(level_of(c.log));
   return c;
 }

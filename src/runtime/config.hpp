@@ -28,6 +28,9 @@ struct Config {
   // managed memory, so a system MPI that is not CUDA-aware can stand in for
   // one that is (with DTMPI_CUDA_AWARE=1)
   bool test_managed_pool = false;
+  // DTMPI_TEST_REFUSE_IPC=1 (tests only): receivers do not map senders' GPU
+  // buffers over CUDA IPC but ask for the bytes, as where a mapping fails
+  bool test_refuse_ipc = false;
 };
 
 struct VariableDoc {

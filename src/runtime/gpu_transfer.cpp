@@ -13,6 +13,7 @@
 
 #include "base/cuda_check.hpp"
 #include "base/log.hpp"
+#include "base/trace.hpp"
 #include "pack/gpu_pack.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/gpu_internal.hpp"
@@ -84,6 +85,7 @@ Result<GpuMarker> record_marker(cudaStream_t s, int device, bool host_visible) {
     g_free_markers.push_back(m);
     return Error{kErrCuda, std::string("cudaEventRecord: ") + cudaGetErrorString(e)};
   }
+  DTMPI_TRACE("gpu: marker event recorded");
   m->seq = host_visible ? raise_host_flag(device, s) : 0;
   return static_cast<GpuMarker>(m);
 }
@@ -112,6 +114,7 @@ Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const 
   } else {
     DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value()));
   }
+  DTMPI_TRACE("gpu: unpack launched");
   return record_marker(s.value(), ui.device, true);
 }
 
@@ -258,6 +261,7 @@ Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const voi
   DeviceScope scope(ui.device);
   auto s = stream_for(ui.device);
   if (!s) return s.error();
+  DTMPI_TRACE("gpu: pack launching");
   int64_t offset = 0;
   if (plan.contiguous_for_count(count, offset)) {
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(user) + offset,

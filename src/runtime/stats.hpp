@@ -17,6 +17,7 @@ enum class Counter : int {
   kStagedSends,     // point-to-point sends staged through host buffers
   kStagedRecvs,     // point-to-point receives staged through host buffers
   kMultiSends,      // multi-message sends (pipelined, IPC, rendezvous)
+  kInPlaceSends,    // of those, read by the receiver where they lie (inside blocking collectives)
   kMultiRecvs,      // receives that met a multi-message descriptor
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI

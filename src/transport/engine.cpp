@@ -120,7 +120,10 @@ int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
   state->op = op.get();
   int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, state, request);
   if (rc != MPI_SUCCESS) {
+    // its system requests are posted and its buffers in use: it runs to its
+    // end unobserved rather than being torn down under them
     delete state;
+    start_background(std::move(op));
     return rc;
   }
   Engine& e = engine();

@@ -47,7 +47,8 @@ inline void poll() {
 // Hands `op` to the engine; it finishes in the background.
 void start_background(std::unique_ptr<Operation> op);
 // Hands `op` to the engine behind a new generalized request in `*request`,
-// completed when the operation finishes. Returns an MPI error code.
+// completed when the operation finishes. Returns an MPI error code (then the
+// operation, whose system requests may be posted, still runs to its end).
 int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request);
 // Drives `op` (and everything else) to completion: blocking calls. Writes
 // `status` unless MPI_STATUS_IGNORE; returns op's error.

@@ -6,6 +6,7 @@
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
+#include "runtime/config.hpp"
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
@@ -232,7 +233,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
 
 // Unpacks straight from the sender's device buffer, mapped over CUDA IPC.
 bool ReceiveOp::read_over_ipc() {
-  if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0) return false;
+  if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0 || rt::config().test_refuse_ipc) return false;
   const int device = rt::on_gpu(b_.info) ? b_.info.device : rt::current_device();
   const bool local = d_.sender_world == my_world_rank();  // a message to itself
   auto peer = rt::ipc_open(d_.sender_world, d_.region, device, local);
@@ -272,6 +273,7 @@ bool ReceiveOp::read_over_ipc() {
   if (rt::on_gpu(b_.info)) {
     // queued, not waited for: the next messages' work queues behind it while
     // step() watches its marker (the sender's buffer is released at the ack)
+    DTMPI_TRACE("recv: unpack launching");
     auto m = rt::unpack_async(*b_.plan, elements, peer.value(), b_.ptr, b_.info, gate);
     if (!m) {
       DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", m.error().what.c_str());

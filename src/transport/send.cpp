@@ -25,6 +25,7 @@ class SendTail final : public Operation {
     rt::release_staging(staging);
     rt::release_device_buffer(device);
     rt::ipc_signal_release(ready);
+    rt::release_staging(descriptor_buf);
   }
   bool step() override;
 
@@ -39,6 +40,11 @@ class SendTail final : public Operation {
   int32_t ack = 0;
   MPI_Request ack_req = MPI_REQUEST_NULL;
   bool announced = false;  // the descriptor went out: the receiver may read `device` until its Ack
+  // send_in_place: the bytes the receiver reads where they lie (not ours to
+  // release), and the descriptor's buffer, kept until its request is done
+  const void* in_place = nullptr;
+  int in_place_device = -1;
+  rt::Staging descriptor_buf;
 };
 
 bool SendTail::step() {
@@ -50,10 +56,12 @@ bool SendTail::step() {
     if (static_cast<Ack>(ack) == Ack::kSendPayload) {
       // the receiver cannot map this over IPC: the packed bytes go to it on
       // the private communicator, and later transfers to it are pipelined
-      if (device.ptr) mark_no_ipc(peer_world);
-      if (device.ptr && !staging.ptr) {
+      const void* packed = device.ptr ? device.ptr : in_place;
+      const int packed_device = device.ptr ? device.device : in_place_device;
+      if (packed) mark_no_ipc(peer_world);
+      if (packed && !staging.ptr) {
         auto st = rt::acquire_staging(static_cast<size_t>(bytes));
-        auto m = st ? rt::copy_async(st.value().ptr, device.ptr, static_cast<size_t>(bytes), device.device)
+        auto m = st ? rt::copy_async(st.value().ptr, packed, static_cast<size_t>(bytes), packed_device)
                     : Result<rt::GpuMarker>(st.error());
         if (!m) {
           DTMPI_LOG(kError, "staging a send for the fallback path failed: %s", m.error().what.c_str());
@@ -62,7 +70,7 @@ bool SendTail::step() {
         }
         staging = st.value();
         rt::release_marker(m.value());
-        if (!rt::wait_stream(device.device)) DTMPI_LOG(kError, "staging a send for the fallback path failed");
+        if (!rt::wait_stream(packed_device)) DTMPI_LOG(kError, "staging a send for the fallback path failed");
       }
       reqs.emplace_back();
       PMPI_Isend(staging.ptr, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(),
@@ -197,8 +205,10 @@ int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest,
 // the descriptor cannot be posted.
 int announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous,
              MPI_Request* r, rt::Staging& buf) {
+  DTMPI_TRACE("send: announcing");
   int rc = PMPI_Irecv(&tail.ack, 1, MPI_INT32_T, d.receiver_world, ack_tag(d.transfer_id), private_comm(),
                       &tail.ack_req);
+  DTMPI_TRACE("send: ack receive posted");
   if (rc == MPI_SUCCESS) rc = post_descriptor(d, dest, tag, comm, synchronous, r, buf);
   DTMPI_TRACE("send: descriptor posted");
   tail.announced = rc == MPI_SUCCESS;
@@ -271,6 +281,7 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     tail.ready = d.ready = ready.value();
   }
   auto reading = rt::mark(device);
+  DTMPI_TRACE("send: pack marked");
   if (!reading) DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
   if (!early) {
     if (!reading) return MPI_ERR_OTHER;
@@ -330,6 +341,50 @@ Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::Poin
   s.multi = multi;
   s.ipc = multi && rt::on_gpu(info) && ipc_possible(peer_world);
   return choose_by_model(s);
+}
+
+bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_world) {
+  const std::string& m = rt::config().method;
+  return (m == "auto" || m == "device") && bytes >= kMultiMin && bytes <= INT32_MAX &&
+         info.kind == rt::MemKind::kDevice && dest_world >= 0 && peers_ready() && descriptors_possible() &&
+         !mpi_takes_device_memory() && ipc_possible(dest_world);
+}
+
+int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request) {
+  const int dest_world = world_rank_of(comm, dest);
+  if (!in_place_possible(bytes, info, dest_world)) return kNotSentInPlace;
+  auto region = rt::ipc_export(ptr);  // fails for memory CUDA cannot share (cudaMallocAsync pools)
+  if (!region) return kNotSentInPlace;
+  // raised behind the work queued before it (the caller's batched pack; with
+  // DTMPI_GPU_ORDER=legacy the legacy default stream's work too)
+  auto ready = rt::ipc_signal_raise(info.device);
+  if (!ready) {
+    DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", ready.error().what.c_str());
+    return kNotSentInPlace;
+  }
+  auto tail = std::make_unique<SendTail>();
+  tail->bytes = bytes;
+  tail->peer_world = dest_world;
+  tail->in_place = ptr;
+  tail->in_place_device = info.device;
+  tail->ready = ready.value();
+  Descriptor d;
+  d.total_bytes = bytes;
+  d.transfer_id = tail->id = next_transfer_id();
+  d.sender_world = my_world_rank();
+  d.receiver_world = dest_world;
+  d.user_tag = tag;
+  d.wire = Wire::kIpc;
+  d.region = region.value();
+  d.ready = ready.value();
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (int rc = announce(*tail, d, dest, tag, comm, false, &r, tail->descriptor_buf); rc != MPI_SUCCESS) return rc;
+  tail->reqs.push_back(r);
+  rt::count(rt::Counter::kMultiSends);
+  rt::count(rt::Counter::kInPlaceSends);
+  DTMPI_TRACE("send: in place");
+  return start_with_request(std::move(tail), request);
 }
 
 int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,

@@ -74,6 +74,19 @@ int64_t typical_pitch(const type::PackPlan& plan);
 int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm,
                bool synchronous, MPI_Request* request);
 
+// For callers inside a blocking collective, where every rank progresses until
+// all of the call is done: sends `bytes` bytes of GPU memory at `ptr` over CUDA
+// IPC without copying them (the receiver reads them where they lie, after the
+// GPU work queued before this call); `request` completes once the receiver has
+// read them, so the bytes must stay unchanged until then. An ordinary send
+// completes without the receiver's help (a receiver blocked in a call dtmpi
+// does not see must not stall it), which is why this is not one.
+// kNotSentInPlace: not possible here (no IPC with that peer, below kMultiMin,
+// a method forced, memory CUDA cannot share): the caller sends the usual way.
+inline constexpr int kNotSentInPlace = -1;
+int send_in_place(const void* ptr, int64_t bytes, const runtime::PointerInfo& info, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request);
+
 // A receive that may meet a descriptor: the landing message goes into a
 // staging buffer (`staged`) or straight into the user's buffer with the
 // user's type (host memory), then a descriptor, if it is one, drives the rest.

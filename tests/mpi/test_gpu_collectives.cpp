@@ -155,6 +155,63 @@ TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
   MPI_Comm_free(&ring);
 }
 
+// Pieces of 64 KiB and more are read by the receiver where they lie in the
+// sender's GPU memory (transport::send_in_place): contiguous pieces of the
+// user's buffer (the halo's pack + neighbor_alltoallv), slices of dtmpi's
+// batched pack (alltoallw), next to a piece too small for it and one of zero.
+TEST(GpuCollectives, LargePiecesReadInPlace) {
+  const int me = world_rank(), n = world_size();
+  Strided s;
+  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
+  MPI_Comm ring;
+  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
+                                           MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
+  for (int round = 0; round < 3; ++round) {  // later rounds reuse the IPC mappings
+    const int big = 20000 + 1000 * round, small = 500;
+    auto src = filled(static_cast<size_t>(3 * big + 100), me, 7 + round);
+    Dev dsrc(src);
+    {  // neighbor_alltoallv of contiguous doubles: a large piece and a small one
+      const int sc[2] = {big, small}, sdsp[2] = {7, big + 50};
+      const int rc[2] = {small, big}, rdsp[2] = {3, small + 20};
+      std::vector<double> want(static_cast<size_t>(big + small + 40), -1);
+      Dev d(want);
+      ASSERT_EQ(PMPI_Neighbor_alltoallv(src.data(), sc, sdsp, MPI_DOUBLE, want.data(), rc, rdsp, MPI_DOUBLE, ring),
+                MPI_SUCCESS);
+      ASSERT_EQ(MPI_Neighbor_alltoallv(dsrc.p, sc, sdsp, MPI_DOUBLE, d.p, rc, rdsp, MPI_DOUBLE, ring), MPI_SUCCESS);
+      EXPECT_TRUE(d.get() == want) << "neighbor_alltoallv round " << round;
+    }
+    if (n == 2) {  // alltoallw of strided pieces (packed once, slices read in place), one piece empty
+      const int sc[2] = {big / 2, 0}, rc[2] = {0, big / 2};
+      const MPI_Aint sd[2] = {0, 0}, rd[2] = {0, 8 * 64};
+      const MPI_Datatype st[2] = {s.t, MPI_DOUBLE}, rt[2] = {MPI_DOUBLE, s.t};
+      std::vector<double> want(static_cast<size_t>(3 * big), -1);
+      Dev d(want);
+      ASSERT_EQ(PMPI_Neighbor_alltoallw(src.data(), sc, sd, st, want.data(), rc, rd, rt, ring), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Neighbor_alltoallw(dsrc.p, sc, sd, st, d.p, rc, rd, rt, ring), MPI_SUCCESS);
+      EXPECT_TRUE(d.get() == want) << "neighbor_alltoallw round " << round;
+    }
+    {  // alltoallv of contiguous pieces to every rank, itself included
+      std::vector<int> cnt(static_cast<size_t>(n), big / n), dsp(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) dsp[static_cast<size_t>(i)] = i * (big / n + 5);
+      std::vector<double> want(static_cast<size_t>(n * (big / n + 5)), -1);
+      Dev d(want);
+      ASSERT_EQ(PMPI_Alltoallv(src.data(), cnt.data(), dsp.data(), MPI_DOUBLE, want.data(), cnt.data(), dsp.data(),
+                               MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Alltoallv(dsrc.p, cnt.data(), dsp.data(), MPI_DOUBLE, d.p, cnt.data(), dsp.data(), MPI_DOUBLE,
+                              MPI_COMM_WORLD), MPI_SUCCESS);
+      EXPECT_TRUE(d.get() == want) << "alltoallv round " << round;
+    }
+  }
+  MPI_Comm_free(&ring);
+  // the path under test was taken (dtmpi_stats: "multi-message sends N (M in place)")
+  const std::string stats = dtmpi_stats();
+  const size_t end = stats.find(" in place)"), open = stats.rfind('(', end);
+  ASSERT_NE(end, std::string::npos) << stats;
+  if (!std::getenv("DTMPI_METHOD")) {
+    EXPECT_GT(std::atol(stats.substr(open + 1, end - open - 1).c_str()), 0) << stats;
+  }
+}
+
 namespace {
 void absmax(void* in, void* inout, int* len, MPI_Datatype*) {
   auto* a = static_cast<double*>(in);
