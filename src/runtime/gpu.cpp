@@ -47,12 +47,13 @@ struct Gpu {
   std::map<uintptr_t, Range> ranges;
 
   std::mutex mu;  // guards lazy creation below
-  cudaStream_t streams[kMaxDevices] = {};
-  volatile uint32_t* done_flag[kMaxDevices] = {};  // mapped pinned word per device
-  CUdeviceptr done_flag_dev[kMaxDevices] = {};
-  uint32_t done_seq[kMaxDevices] = {};
-  std::mutex done_mu[kMaxDevices];  // a sequence number is taken and its write queued under it
-  bool spin_ok[kMaxDevices] = {};
+  // per device and lane (runtime/gpu.hpp: transfers, synchronous calls)
+  cudaStream_t streams[kMaxDevices][kLanes] = {};
+  volatile uint32_t* done_flag[kMaxDevices][kLanes] = {};  // mapped pinned word per stream
+  CUdeviceptr done_flag_dev[kMaxDevices][kLanes] = {};
+  uint32_t done_seq[kMaxDevices][kLanes] = {};
+  std::mutex done_mu[kMaxDevices][kLanes];  // a sequence number is taken and its write queued under it
+  bool spin_ok[kMaxDevices][kLanes] = {};
   std::unique_ptr<BufferPool> device_pools[kMaxDevices];
   std::unique_ptr<BufferPool> pinned_pool;
 };
@@ -92,29 +93,30 @@ Gpu& gpu() {
 
 }  // namespace
 
-Result<cudaStream_t> stream_for(int device) {
+Result<cudaStream_t> stream_for(int device, Lane lane) {
   Gpu& g = gpu();
+  const int l = static_cast<int>(lane);
   cudaStream_t s;
   {
     std::lock_guard lock(g.mu);
-    if (!g.streams[device]) {
+    if (!g.streams[device][l]) {
       // never the legacy default stream itself; with DTMPI_GPU_ORDER=legacy a
       // blocking stream: its work waits for the legacy stream's earlier work
       // (a pageable cudaMemcpy may return before its DMA is done) without an
       // event record and wait per operation (a microsecond or more each)
-      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device], config().gpu_order_legacy ? cudaStreamDefault
-                                                                                               : cudaStreamNonBlocking));
+      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device][l], config().gpu_order_legacy ? cudaStreamDefault
+                                                                                                  : cudaStreamNonBlocking));
       void* flag = nullptr;
       void* flag_dev = nullptr;
       if (g.driver.write_value32 && cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
           cudaHostGetDevicePointer(&flag_dev, flag, 0) == cudaSuccess) {
         *static_cast<volatile uint32_t*>(flag) = 0;
-        g.done_flag[device] = static_cast<volatile uint32_t*>(flag);
-        g.done_flag_dev[device] = reinterpret_cast<CUdeviceptr>(flag_dev);
-        g.spin_ok[device] = true;
+        g.done_flag[device][l] = static_cast<volatile uint32_t*>(flag);
+        g.done_flag_dev[device][l] = reinterpret_cast<CUdeviceptr>(flag_dev);
+        g.spin_ok[device][l] = true;
       }
     }
-    s = g.streams[device];
+    s = g.streams[device][l];
   }
   return s;
 }
@@ -217,31 +219,45 @@ PointerInfo pointer_info(const void* p) {
 // a sequence number to mapped memory and a short spin on it return sooner. Work
 // still running after the spin (or any error) goes to cudaStreamSynchronize,
 // which also reports faults.
-uint32_t raise_host_flag(int device, cudaStream_t s) {
+namespace {
+
+// The lane of dtmpi's stream `s` on `device`.
+int lane_of(int device, cudaStream_t s) {
   Gpu& g = gpu();
-  if (device < 0 || device >= kMaxDevices || !g.spin_ok[device]) return 0;
-  std::lock_guard lock(g.done_mu[device]);  // numbers reach the flag in the order they were taken
-  const uint32_t seq = g.done_seq[device] + 1 == 0 ? 1 : g.done_seq[device] + 1;  // 0 means "none"
-  if (g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device], seq, 0) != CUDA_SUCCESS) {
-    cudaGetLastError();
-    g.spin_ok[device] = false;  // stream memory operations unsupported here
-    return 0;
-  }
-  g.done_seq[device] = seq;
-  return seq;
+  std::lock_guard lock(g.mu);
+  return s == g.streams[device][static_cast<int>(Lane::kSync)] ? static_cast<int>(Lane::kSync) : 0;
 }
 
-bool host_flag_reached(int device, uint32_t seq) {
+}  // namespace
+
+HostFlag raise_host_flag(int device, cudaStream_t s) {
   Gpu& g = gpu();
-  return g.done_flag[device] && static_cast<int32_t>(*g.done_flag[device] - seq) >= 0;
+  if (device < 0 || device >= kMaxDevices) return {};
+  const int l = lane_of(device, s);
+  if (!g.spin_ok[device][l]) return {};
+  std::lock_guard lock(g.done_mu[device][l]);  // numbers reach the flag in the order they were taken
+  const uint32_t seq = g.done_seq[device][l] + 1 == 0 ? 1 : g.done_seq[device][l] + 1;  // 0 means "none"
+  if (g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device][l], seq, 0) != CUDA_SUCCESS) {
+    cudaGetLastError();
+    g.spin_ok[device][l] = false;  // stream memory operations unsupported here
+    return {};
+  }
+  g.done_seq[device][l] = seq;
+  return {seq, static_cast<uint8_t>(l)};
+}
+
+bool host_flag_reached(int device, HostFlag f) {
+  Gpu& g = gpu();
+  volatile uint32_t* word = g.done_flag[device][f.lane];
+  return word && static_cast<int32_t>(*word - f.seq) >= 0;
 }
 
 Status finish(int device, cudaStream_t s) {
   DTMPI_TRACE("gpu: finish (work queued)");
-  if (const uint32_t seq = raise_host_flag(device, s)) {
+  if (const HostFlag f = raise_host_flag(device, s); f.seq) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0;; ++i) {
-      if (host_flag_reached(device, seq)) {
+      if (host_flag_reached(device, f)) {
         DTMPI_TRACE("gpu: finished (flag)");
         return ok_status();
       }
@@ -254,11 +270,11 @@ Status finish(int device, cudaStream_t s) {
 }
 
 Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
-                void* packed, const PointerInfo& pi) {
+                void* packed, const PointerInfo& pi, Lane lane) {
   const int64_t bytes = count * plan.size;
   if (!on_gpu(ui)) {  // host data into a device buffer: CPU pack into pinned, then copy
     DeviceScope scope(pi.device);
-    auto s = stream_for(pi.device);
+    auto s = stream_for(pi.device, lane);
     if (!s) return s.error();
     auto staging = pinned_pool().acquire(static_cast<size_t>(bytes));
     if (!staging) return staging.error();
@@ -269,7 +285,7 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
     return ok_status();
   }
   DeviceScope scope(ui.device);
-  auto s = stream_for(ui.device);
+  auto s = stream_for(ui.device, lane);
   if (!s) return s.error();
   void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed, or mapped pinned
   int64_t offset = 0;
@@ -295,11 +311,11 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
 }
 
 Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed, const PointerInfo& pi,
-                  void* user, const PointerInfo& ui) {
+                  void* user, const PointerInfo& ui, Lane lane) {
   const int64_t bytes = count * plan.size;
   if (!on_gpu(ui)) {  // device bytes into host data: copy to pinned, then CPU unpack
     DeviceScope scope(pi.device);
-    auto s = stream_for(pi.device);
+    auto s = stream_for(pi.device, lane);
     if (!s) return s.error();
     auto staging = pinned_pool().acquire(static_cast<size_t>(bytes));
     if (!staging) return staging.error();
@@ -310,7 +326,7 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
     return ok_status();
   }
   DeviceScope scope(ui.device);
-  auto s = stream_for(ui.device);
+  auto s = stream_for(ui.device, lane);
   if (!s) return s.error();
   const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
   int64_t offset = 0;
@@ -408,12 +424,13 @@ void release_gpu_resources() {
   if (g.pinned_pool) g.pinned_pool->release_all();
   for (int d = 0; d < g.ndevices; ++d) {
     if (g.device_pools[d]) g.device_pools[d]->release_all();
-    if (g.streams[d]) {
-      cudaStreamDestroy(g.streams[d]);
-      g.streams[d] = nullptr;
-      if (g.done_flag[d]) cudaFreeHost(const_cast<uint32_t*>(g.done_flag[d]));
-      g.done_flag[d] = nullptr;
-      g.spin_ok[d] = false;
+    for (int l = 0; l < kLanes; ++l) {
+      if (!g.streams[d][l]) continue;
+      cudaStreamDestroy(g.streams[d][l]);
+      g.streams[d][l] = nullptr;
+      if (g.done_flag[d][l]) cudaFreeHost(const_cast<uint32_t*>(g.done_flag[d][l]));
+      g.done_flag[d][l] = nullptr;
+      g.spin_ok[d][l] = false;
     }
   }
 }

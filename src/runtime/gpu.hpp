@@ -37,13 +37,22 @@ inline const char* kind_name(MemKind k) {
   return "?";
 }
 
+// dtmpi's two streams per device. Transfers queue their GPU work on kTransfer
+// (in order: packs, ready signals, unpacks gated on peers); synchronous calls
+// that depend on nothing queued there (MPI_Pack of device memory, the
+// one-message methods, collective staging) use kSync, so that they do not
+// wait behind the large transfers queued before them.
+enum class Lane : uint8_t { kTransfer = 0, kSync = 1 };
+inline constexpr int kLanes = 2;
+
 // Synchronous pack/unpack of `count` elements where at least one buffer is on
 // the GPU: kernels straight into/out of device or mapped pinned memory, staged
-// through pooled buffers otherwise.
+// through pooled buffers otherwise. kTransfer where the call must come after
+// transfer work queued before it.
 Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
-                void* packed, const PointerInfo& pi);
+                void* packed, const PointerInfo& pi, Lane lane = Lane::kSync);
 Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
-                  const PointerInfo& pi, void* user, const PointerInfo& ui);
+                  const PointerInfo& pi, void* user, const PointerInfo& ui, Lane lane = Lane::kSync);
 
 // Host buffers for staging GPU data through the system MPI: pinned and
 // mapped (GPU kernels write them directly) when a GPU is in use, plain heap

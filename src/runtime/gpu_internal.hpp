@@ -29,21 +29,26 @@ struct DriverCalls {
 };
 const DriverCalls& driver();
 
-// dtmpi's own stream on `device` (created on first use): non-blocking, or,
-// with DTMPI_GPU_ORDER=legacy, a blocking stream, which the driver orders
-// after work on the legacy default stream at no cost per operation.
-Result<cudaStream_t> stream_for(int device);
+// dtmpi's own stream of `lane` on `device` (created on first use):
+// non-blocking, or, with DTMPI_GPU_ORDER=legacy, a blocking stream, which the
+// driver orders after work on the legacy default stream at no cost per operation.
+Result<cudaStream_t> stream_for(int device, Lane lane = Lane::kTransfer);
 BufferPool& device_pool(int device);
 // Frees the ready counters (runtime/gpu_signal.cpp), at MPI_Finalize.
 void release_ipc_signals();
 BufferPool& pinned_pool();
-// Host-visible progress of dtmpi's stream on `device`: queues a stream write
-// of the device's next sequence number to a mapped pinned word and returns
-// the number (0 where stream memory operations are unavailable). Numbers are
-// taken and their writes queued under one lock, so the word only grows.
-uint32_t raise_host_flag(int device, cudaStream_t s);
-// True once the flag of `device` has reached `seq` (a load from host memory).
-bool host_flag_reached(int device, uint32_t seq);
+// Host-visible progress of dtmpi's stream `s` on `device`: queues a stream
+// write of the stream's next sequence number to a mapped pinned word of its
+// own and returns the number (seq 0 where stream memory operations are
+// unavailable). Numbers are taken and their writes queued under one lock, so
+// the word only grows.
+struct HostFlag {
+  uint32_t seq = 0;
+  uint8_t lane = 0;
+};
+HostFlag raise_host_flag(int device, cudaStream_t s);
+// True once the flag has reached `f.seq` (a load from host memory).
+bool host_flag_reached(int device, HostFlag f);
 // Waits for the work queued on `s` (spin on a stream-written flag, then sync).
 Status finish(int device, cudaStream_t s);
 // How the GPU packers see a staging buffer (mapped unless `via_device`).

@@ -16,10 +16,10 @@ bool gpu_enabled() { return false; }
 PointerInfo pointer_info(const void*) { return PointerInfo{}; }
 
 
-Status gpu_pack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&) {
+Status gpu_pack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&, Lane) {
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
-Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&) {
+Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&, Lane) {
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
 Result<Staging> acquire_staging(size_t bytes) {

@@ -45,7 +45,7 @@ Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void
       return ok_status();
     }
     DeviceScope scope(pi.device);  // host data into device memory: CPU pack into pinned, one copy
-    auto s = stream_for(pi.device);
+    auto s = stream_for(pi.device, Lane::kSync);
     if (!s) return s.error();
     auto tmp = pinned_pool().acquire(bytes);
     if (!tmp) return tmp.error();
@@ -55,7 +55,7 @@ Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void
     return finish(pi.device, s.value());
   }
   DeviceScope scope(ui.device);
-  auto s = stream_for(ui.device);
+  auto s = stream_for(ui.device, Lane::kSync);
   if (!s) return s.error();
   void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed or mapped pinned
   if (direct) {
@@ -82,7 +82,7 @@ Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const
       return ok_status();
     }
     DeviceScope scope(pi.device);
-    auto s = stream_for(pi.device);
+    auto s = stream_for(pi.device, Lane::kSync);
     if (!s) return s.error();
     auto tmp = pinned_pool().acquire(bytes);
     if (!tmp) return tmp.error();
@@ -93,7 +93,7 @@ Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const
     return ok_status();
   }
   DeviceScope scope(ui.device);
-  auto s = stream_for(ui.device);
+  auto s = stream_for(ui.device, Lane::kSync);
   if (!s) return s.error();
   const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
   if (direct) {

@@ -47,7 +47,7 @@ namespace {
 struct Marker {
   cudaEvent_t event = nullptr;
   int device = -1;
-  uint32_t seq = 0;    // host flag number; 0: none
+  HostFlag flag;       // seq 0: none
   uint32_t polls = 0;  // flag polls since the last event query
 };
 
@@ -86,7 +86,7 @@ Result<GpuMarker> record_marker(cudaStream_t s, int device, bool host_visible) {
     return Error{kErrCuda, std::string("cudaEventRecord: ") + cudaGetErrorString(e)};
   }
   DTMPI_TRACE("gpu: marker event recorded");
-  m->seq = host_visible ? raise_host_flag(device, s) : 0;
+  m->flag = host_visible ? raise_host_flag(device, s) : HostFlag{};
   return static_cast<GpuMarker>(m);
 }
 
@@ -122,8 +122,8 @@ Result<bool> marker_done(GpuMarker gm) {
   auto* m = static_cast<Marker*>(gm);
   // the flag first; the event now and then, which also reports a fault (after
   // one, the flag would never be written)
-  if (m->seq && host_flag_reached(m->device, m->seq)) return true;
-  if (m->seq && (++m->polls & 63) != 0) return false;
+  if (m->flag.seq && host_flag_reached(m->device, m->flag)) return true;
+  if (m->flag.seq && (++m->polls & 63) != 0) return false;
   const cudaError_t e = cudaEventQuery(m->event);
   if (e == cudaSuccess) return true;
   if (e == cudaErrorNotReady) return false;
@@ -291,7 +291,7 @@ Status copy_bytes(void* dst, const void* src, size_t bytes, int device) {
     return ok_status();
   }
   DeviceScope scope(device);
-  auto s = stream_for(device);
+  auto s = stream_for(device, Lane::kSync);
   if (!s) return s.error();
   DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.value()));
   return finish(device, s.value());

@@ -284,7 +284,7 @@ bool ReceiveOp::read_over_ipc() {
     DTMPI_TRACE("recv: unpack queued");
     return true;
   }
-  auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info);
+  auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info, rt::Lane::kTransfer);  // after the wait
   if (!ok) {
     DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
@@ -322,7 +322,8 @@ bool ReceiveOp::step_chunks() {
   di.kind = rt::MemKind::kDevice;
   di.device = device_.device;
   const int64_t elements = d_.total_bytes / b_.plan->size;
-  auto ok = rt::gpu_unpack(*b_.plan, elements, device_.ptr, di, b_.ptr, b_.info);  // same stream: after the copies
+  // on the transfer stream: after the copies
+  auto ok = rt::gpu_unpack(*b_.plan, elements, device_.ptr, di, b_.ptr, b_.info, rt::Lane::kTransfer);
   if (!ok) {
     DTMPI_LOG(kError, "unpacking a pipelined message failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
