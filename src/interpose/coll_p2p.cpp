@@ -211,9 +211,10 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
       const MPI_Datatype type = side.packed ? MPI_BYTE : p.types[k];
       reqs.push_back(MPI_REQUEST_NULL);
       const int peer = peers[static_cast<size_t>(i)];
-      if (sending && (side.contiguous_gpu || (side.packed && side.device.ptr))) {
+      if (sending && (side.contiguous_gpu || side.packed)) {
         // GPU bytes that stay put until every rank is done: the receiver reads
         // them where they lie, no copy into a buffer of the transport's own
+        // (packed host bytes only in the host test mode: send_in_place decides)
         const int64_t bytes = int64_t{p.counts[k]} * side.s.plans[k]->size;
         const void* at = side.packed ? buf : static_cast<const char*>(buf) + side.first[k];
         rc = tp::send_in_place(at, bytes, side.packed ? side.base_info : side.s.info, peer, tag, dup, &reqs.back());

@@ -56,9 +56,14 @@ bool SendTail::step() {
     if (static_cast<Ack>(ack) == Ack::kSendPayload) {
       // the receiver cannot map this over IPC: the packed bytes go to it on
       // the private communicator, and later transfers to it are pipelined
-      const void* packed = device.ptr ? device.ptr : in_place;
+      const void* packed = device.ptr ? device.ptr : in_place_device >= 0 ? in_place : nullptr;
       const int packed_device = device.ptr ? device.device : in_place_device;
       if (packed) mark_no_ipc(peer_world);
+      if (in_place && !packed) {  // host bytes (the host test mode): sent from where they lie
+        reqs.emplace_back();
+        PMPI_Isend(in_place, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(), &reqs.back());
+        return false;
+      }
       if (packed && !staging.ptr) {
         auto st = rt::acquire_staging(static_cast<size_t>(bytes));
         auto m = st ? rt::copy_async(st.value().ptr, packed, static_cast<size_t>(bytes), packed_device)
@@ -343,32 +348,43 @@ Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::Poin
   return choose_by_model(s);
 }
 
+// In the host test mode, host memory is "sent in place" too: the descriptor
+// has no region, so the receiver asks for the bytes and the sender sends them
+// from where they lie -- the protocol, the requests and the fallback run in
+// CI without GPUs.
 bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_world) {
   const std::string& m = rt::config().method;
-  return (m == "auto" || m == "device") && bytes >= kMultiMin && bytes <= INT32_MAX &&
-         info.kind == rt::MemKind::kDevice && dest_world >= 0 && peers_ready() && descriptors_possible() &&
-         !mpi_takes_device_memory() && ipc_possible(dest_world);
+  const bool host_test = rt::config().test_stage_host && !rt::on_gpu(info);
+  return (m == "auto" || m == "device") && bytes >= kMultiMin && bytes <= INT32_MAX && dest_world >= 0 &&
+         peers_ready() && descriptors_possible() &&
+         (host_test || (info.kind == rt::MemKind::kDevice && !mpi_takes_device_memory() && ipc_possible(dest_world)));
 }
 
 int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, int dest, int tag, MPI_Comm comm,
                   MPI_Request* request) {
   const int dest_world = world_rank_of(comm, dest);
   if (!in_place_possible(bytes, info, dest_world)) return kNotSentInPlace;
-  auto region = rt::ipc_export(ptr);  // fails for memory CUDA cannot share (cudaMallocAsync pools)
-  if (!region) return kNotSentInPlace;
-  // raised behind the work queued before it (the caller's batched pack; with
-  // DTMPI_GPU_ORDER=legacy the legacy default stream's work too)
-  auto ready = rt::ipc_signal_raise(info.device);
-  if (!ready) {
-    DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", ready.error().what.c_str());
-    return kNotSentInPlace;
+  rt::IpcRegion region;  // none in the host test mode
+  rt::IpcSignal ready;
+  if (rt::on_gpu(info)) {
+    auto exported = rt::ipc_export(ptr);  // fails for memory CUDA cannot share (cudaMallocAsync pools)
+    if (!exported) return kNotSentInPlace;
+    region = exported.value();
+    // raised behind the work queued before it (the caller's batched pack; with
+    // DTMPI_GPU_ORDER=legacy the legacy default stream's work too)
+    auto raised = rt::ipc_signal_raise(info.device);
+    if (!raised) {
+      DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", raised.error().what.c_str());
+      return kNotSentInPlace;
+    }
+    ready = raised.value();
   }
   auto tail = std::make_unique<SendTail>();
   tail->bytes = bytes;
   tail->peer_world = dest_world;
   tail->in_place = ptr;
-  tail->in_place_device = info.device;
-  tail->ready = ready.value();
+  tail->in_place_device = rt::on_gpu(info) ? info.device : -1;
+  tail->ready = ready;
   Descriptor d;
   d.total_bytes = bytes;
   d.transfer_id = tail->id = next_transfer_id();
@@ -376,8 +392,8 @@ int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, i
   d.receiver_world = dest_world;
   d.user_tag = tag;
   d.wire = Wire::kIpc;
-  d.region = region.value();
-  d.ready = ready.value();
+  d.region = region;
+  d.ready = ready;
   MPI_Request r = MPI_REQUEST_NULL;
   if (int rc = announce(*tail, d, dest, tag, comm, false, &r, tail->descriptor_buf); rc != MPI_SUCCESS) return rc;
   tail->reqs.push_back(r);
