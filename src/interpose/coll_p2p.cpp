@@ -221,7 +221,7 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
         if (rc != tp::kNotSentInPlace) continue;
       }
       rc = sending ? MPI_Isend(buf, count, type, peer, tag, dup, &reqs.back())
-                   : MPI_Irecv(buf, count, type, peer, tag, dup, &reqs.back());
+                   : irecv_piece(buf, count, type, peer, tag, dup, &reqs.back());
     }
   };
   post(recv, in, sources, false);

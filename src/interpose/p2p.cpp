@@ -236,17 +236,31 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
   return recv_blocking(r, source, tag, comm, status);
 }
 
-DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                           MPI_Request* request) {
+namespace {
+
+int irecv_from(int64_t multi_min, void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Request* request) {
   DTMPI_TRACE("MPI_Irecv: entry");
   tp::poll();
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag))
       return recv_stashed(buf, count, datatype, comm, *e, MPI_STATUS_IGNORE, request);
   RecvRoute r;
-  if (!route_receive(buf, count, datatype, r))
+  if (!route_receive(buf, count, datatype, r, multi_min))
     return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
   return recv_nonblocking(r, source, tag, comm, request);
+}
+
+}  // namespace
+
+int dtmpi::interpose::irecv_piece(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                                  MPI_Request* request) {
+  return irecv_from(tp::kInPlaceMin, buf, count, type, source, tag, comm, request);
+}
+
+DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                           MPI_Request* request) {
+  return irecv_from(tp::kMultiMin, buf, count, datatype, source, tag, comm, request);
 }
 
 DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

@@ -57,10 +57,10 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   return b.bytes <= INT32_MAX;
 }
 
-bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r) {
+bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_t multi_min) {
   if (must_stage(buf, count, type, r.buffer)) {
     r.staged = true;
-    r.multi = r.buffer.bytes >= transport::kMultiMin && transport::descriptors_possible();
+    r.multi = r.buffer.bytes >= multi_min && transport::descriptors_possible();
     return true;
   }
   // a host buffer: it only needs us if a peer may send a descriptor into it
@@ -74,7 +74,7 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r) {
     if (PMPI_Type_size(type, &s) != MPI_SUCCESS) return false;
     size = s;
   }
-  if (int64_t{count} * size < transport::kMultiMin || int64_t{count} * size > INT32_MAX) return false;
+  if (int64_t{count} * size < multi_min || int64_t{count} * size > INT32_MAX) return false;
   r.buffer.ptr = buf;
   r.buffer.count = count;
   r.buffer.type = type;

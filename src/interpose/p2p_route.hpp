@@ -25,8 +25,16 @@ struct RecvRoute {
   bool staged = false;  // lands in a staging buffer (else in the user's buffer)
   bool multi = false;   // may meet a multi-message descriptor: a transport::ReceiveOp
 };
-// False: a plain receive the system MPI handles alone.
-bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r);
+// False: a plain receive the system MPI handles alone. Receives of
+// `multi_min` bytes and more may meet a descriptor (transport::kMultiMin for
+// point to point; the collectives' pieces from transport::kInPlaceMin).
+bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r,
+                   int64_t multi_min = transport::kMultiMin);
+
+// MPI_Irecv of one piece of a collective exchange (interpose/coll_p2p.cpp):
+// from transport::kInPlaceMin bytes on it may meet a descriptor, because the
+// sender's piece of the same size may be sent in place.
+int irecv_piece(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request);
 
 // Describes any receive buffer (for a message a probe took: it is delivered
 // by dtmpi whatever the memory). False if the type cannot be sized.

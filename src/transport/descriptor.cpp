@@ -88,7 +88,11 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   if (check[0] != w.check[0] || check[1] != w.check[1]) return std::nullopt;
   if (w.sender_world != sender_world || w.receiver_world != receiver_world || w.user_tag != tag)
     return std::nullopt;
-  if (w.wire < 1 || w.wire > 2 || w.ready_kind > 2 || w.total_bytes < kMultiMin) return std::nullopt;
+  // pipelined transfers are point to point only; IPC ones may be a
+  // collective's piece sent in place
+  if (w.wire < 1 || w.wire > 2 || w.ready_kind > 2 || w.total_bytes < kInPlaceMin ||
+      (w.wire == static_cast<uint32_t>(Wire::kPipelined) && w.total_bytes < kMultiMin))
+    return std::nullopt;
   Descriptor d;
   d.wire = static_cast<Wire>(w.wire);
   d.total_bytes = w.total_bytes;

@@ -19,7 +19,12 @@
 namespace dtmpi::transport {
 
 inline constexpr int kDescriptorBytes = 232;
+// Point-to-point receives look for descriptors from kMultiMin bytes; the
+// pieces of a collective exchange from kInPlaceMin (transport::send_in_place):
+// smaller descriptors than these are refused as not being descriptors.
 inline constexpr int64_t kMultiMin = 64 * 1024;
+inline constexpr int64_t kInPlaceMin = 512;
+static_assert(kInPlaceMin >= kDescriptorBytes, "a piece's landing buffer must hold a descriptor");
 
 enum class Wire : uint32_t {
   kPipelined = 1,  // payload follows in chunks on the private communicator

@@ -355,7 +355,7 @@ Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::Poin
 bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_world) {
   const std::string& m = rt::config().method;
   const bool host_test = rt::config().test_stage_host && !rt::on_gpu(info);
-  return (m == "auto" || m == "device") && bytes >= kMultiMin && bytes <= INT32_MAX && dest_world >= 0 &&
+  return (m == "auto" || m == "device") && bytes >= kInPlaceMin && bytes <= INT32_MAX && dest_world >= 0 &&
          peers_ready() && descriptors_possible() &&
          (host_test || (info.kind == rt::MemKind::kDevice && !mpi_takes_device_memory() && ipc_possible(dest_world)));
 }

@@ -81,8 +81,12 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
 // read them, so the bytes must stay unchanged until then. An ordinary send
 // completes without the receiver's help (a receiver blocked in a call dtmpi
 // does not see must not stall it), which is why this is not one.
-// kNotSentInPlace: not possible here (no IPC with that peer, below kMultiMin,
-// a method forced, memory CUDA cannot share): the caller sends the usual way.
+// kNotSentInPlace: not possible here (no IPC with that peer, below
+// kInPlaceMin, a method forced, memory CUDA cannot share): the caller sends
+// the usual way. From kInPlaceMin bytes, not kMultiMin: the receiver of a
+// collective's piece knows its size too and looks for a descriptor from there
+// (interpose::irecv_piece), which saves small pieces the synchronous
+// one-message path (a launch and a wait on each side).
 inline constexpr int kNotSentInPlace = -1;
 int send_in_place(const void* ptr, int64_t bytes, const runtime::PointerInfo& info, int dest, int tag, MPI_Comm comm,
                   MPI_Request* request);

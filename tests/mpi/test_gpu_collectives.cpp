@@ -155,7 +155,7 @@ TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
   MPI_Comm_free(&ring);
 }
 
-// Pieces of 64 KiB and more are read by the receiver where they lie in the
+// Pieces of 512 bytes and more are read by the receiver where they lie in the
 // sender's GPU memory (transport::send_in_place): contiguous pieces of the
 // user's buffer (the halo's pack + neighbor_alltoallv), slices of dtmpi's
 // batched pack (alltoallw), next to a piece too small for it and one of zero.
@@ -167,7 +167,8 @@ TEST(GpuCollectives, LargePiecesReadInPlace) {
   ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
                                            MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
   for (int round = 0; round < 3; ++round) {  // later rounds reuse the IPC mappings
-    const int big = 20000 + 1000 * round, small = 500;
+    // small: below transport::kInPlaceMin (320 B: the one-message path) or above it
+    const int big = 20000 + 1000 * round, small = round == 1 ? 500 : 40;
     auto src = filled(static_cast<size_t>(3 * big + 100), me, 7 + round);
     Dev dsrc(src);
     // with 2 ranks both neighbours are one process: the k-th message pairs with

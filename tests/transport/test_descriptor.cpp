@@ -1,7 +1,7 @@
 // The multi-message descriptor's wire format (src/transport/descriptor.hpp):
 // every field a receiver acts on survives the round trip, and a message that
 // is not a descriptor for this envelope -- another sender, receiver or tag, a
-// changed byte, an unknown wire or signal kind, a size below kMultiMin -- is
+// changed byte, an unknown wire or signal kind, a size below kInPlaceMin (IPC) or kMultiMin (pipelined) -- is
 // never taken for one.
 #include <gtest/gtest.h>
 
@@ -88,9 +88,19 @@ TEST(Descriptor, OtherEnvelopesAndAlteredBytesAreNotDescriptors) {
 TEST(Descriptor, UnknownKindsAndSmallSizesAreRefused) {
   tp::Descriptor d = ipc_descriptor();
   unsigned char wire[tp::kDescriptorBytes];
-  d.total_bytes = tp::kMultiMin - 1;  // a multi-message transfer is never this small
+  d.total_bytes = tp::kInPlaceMin - 1;  // not even a collective's piece sent in place is this small
   tp::encode(d, wire);
   EXPECT_FALSE(tp::decode(wire, 5, 9, 123456).has_value());
+  d.total_bytes = tp::kInPlaceMin;  // an IPC descriptor may be a piece sent in place
+  tp::encode(d, wire);
+  EXPECT_TRUE(tp::decode(wire, 5, 9, 123456).has_value());
+  d.wire = tp::Wire::kPipelined;  // pipelined transfers are point to point only
+  d.total_bytes = tp::kMultiMin - 1;
+  tp::encode(d, wire);
+  EXPECT_FALSE(tp::decode(wire, 5, 9, 123456).has_value());
+  d.total_bytes = tp::kMultiMin;
+  tp::encode(d, wire);
+  EXPECT_TRUE(tp::decode(wire, 5, 9, 123456).has_value());
   d = ipc_descriptor();
   d.ready.kind = static_cast<rt::IpcSignal::Kind>(3);
   tp::encode(d, wire);
