@@ -52,24 +52,11 @@ MPI_Comm private_dup(MPI_Comm comm, bool create) {
 struct Side {
   Staged s;
   bool packed = false;
-  bool contiguous_gpu = false;  // outgoing GPU pieces all contiguous: sent from where they lie
-  std::vector<int64_t> first;   // their first bytes' offsets from the pieces' addresses
   rt::DeviceBuffer device;
   char* base = nullptr;
   rt::PointerInfo base_info;
   ~Side() { rt::release_device_buffer(device); }
 };
-
-// Whether every piece with a count is contiguous (its offset in side.first).
-bool all_contiguous(const Pieces& p, Side& side) {
-  side.first.assign(static_cast<size_t>(p.size()), 0);
-  for (int i = 0; i < p.size(); ++i) {
-    const auto k = static_cast<size_t>(i);
-    if (p.counts[k] <= 0) continue;
-    if (!side.s.plans[k] || !side.s.plans[k]->contiguous_for_count(p.counts[k], side.first[k])) return false;
-  }
-  return true;
-}
 
 // `receiving` GPU pieces are not packed: each is received with its own
 // datatype, so dtmpi's receiver unpacks straight from the sender's packed
@@ -77,10 +64,6 @@ bool all_contiguous(const Pieces& p, Side& side) {
 int prepare_side(const Pieces& p, Side& side, bool receiving) {
   if (!needs_staging(p, side.s) || !side.s.infos.empty()) return MPI_SUCCESS;  // as they are
   if (receiving && rt::on_gpu(side.s.info)) return MPI_SUCCESS;
-  if (!receiving && side.s.info.kind == rt::MemKind::kDevice && all_contiguous(p, side)) {
-    side.contiguous_gpu = true;  // no pack: each piece is sent in place (or as it is)
-    return MPI_SUCCESS;
-  }
   if (int rc = layout(p, side.s); rc != MPI_SUCCESS) return rc;
   side.packed = true;
   if (rt::on_gpu(side.s.info)) {
@@ -211,13 +194,16 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
       const MPI_Datatype type = side.packed ? MPI_BYTE : p.types[k];
       reqs.push_back(MPI_REQUEST_NULL);
       const int peer = peers[static_cast<size_t>(i)];
-      if (sending && (side.contiguous_gpu || side.packed)) {
-        // GPU bytes that stay put until every rank is done: the receiver reads
-        // them where they lie, no copy into a buffer of the transport's own
-        // (packed host bytes only in the host test mode: send_in_place decides)
+      if (sending && side.packed) {
+        // packed bytes that stay put until every rank is done: the receiver
+        // reads them where they lie, no copy into a buffer of the transport's
+        // own (packed host bytes only in the host test mode: send_in_place
+        // decides). Only dtmpi's own buffer is shared so, never the
+        // application's, even when its pieces are contiguous: peers keep
+        // their mappings, and CUDA leaves a cudaFree of memory another process
+        // still maps undefined.
         const int64_t bytes = int64_t{p.counts[k]} * side.s.plans[k]->size;
-        const void* at = side.packed ? buf : static_cast<const char*>(buf) + side.first[k];
-        rc = tp::send_in_place(at, bytes, side.packed ? side.base_info : side.s.info, peer, tag, dup, &reqs.back());
+        rc = tp::send_in_place(buf, bytes, side.base_info, peer, tag, dup, &reqs.back());
         if (rc != tp::kNotSentInPlace) continue;
       }
       rc = sending ? MPI_Isend(buf, count, type, peer, tag, dup, &reqs.back())

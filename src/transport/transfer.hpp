@@ -77,7 +77,9 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
 // For callers inside a blocking collective, where every rank progresses until
 // all of the call is done: sends `bytes` bytes of GPU memory at `ptr` over CUDA
 // IPC without copying them (the receiver reads them where they lie, after the
-// GPU work queued before this call); `request` completes once the receiver has
+// GPU work queued before this call). `ptr` must lie in a buffer dtmpi owns and
+// never frees while peers may map it (the device pools): receivers cache their
+// mappings, and freeing memory another process maps is undefined in CUDA; `request` completes once the receiver has
 // read them, so the bytes must stay unchanged until then. An ordinary send
 // completes without the receiver's help (a receiver blocked in a call dtmpi
 // does not see must not stall it), which is why this is not one.

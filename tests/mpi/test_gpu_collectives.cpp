@@ -156,9 +156,9 @@ TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
 }
 
 // Pieces of 512 bytes and more are read by the receiver where they lie in the
-// sender's GPU memory (transport::send_in_place): contiguous pieces of the
-// user's buffer (the halo's pack + neighbor_alltoallv), slices of dtmpi's
-// batched pack (alltoallw), next to a piece too small for it and one of zero.
+// sender's GPU memory (transport::send_in_place): slices of dtmpi's batched
+// pack, of contiguous pieces (the halo's pack + neighbor_alltoallv) and of
+// strided ones (alltoallw), next to a piece too small for it and one of zero.
 TEST(GpuCollectives, LargePiecesReadInPlace) {
   const int me = world_rank(), n = world_size();
   Strided s;
