@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mpi_world.hpp"
 #include "dtmpi/dtmpi.h"
 
 namespace {
@@ -91,11 +92,8 @@ TEST(Collectives, NeighborAlltoallvOnARing) {
   int me = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring),
-            MPI_SUCCESS);
+  MPI_Comm ring = dtmpi::testing::ring_graph();
+  ASSERT_NE(ring, MPI_COMM_NULL);
   MPI_Datatype col;  // one int of every 4
   MPI_Type_vector(3, 1, 4, MPI_INT, &col);
   MPI_Datatype col_r;
@@ -156,11 +154,8 @@ TEST(Collectives, AlltoallwAndNeighborAlltoallw) {
             MPI_SUCCESS);
   EXPECT_EQ(got, want);
   // neighbor w form on a ring: left gets `pairs`, right gets `two`
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring),
-            MPI_SUCCESS);
+  MPI_Comm ring = dtmpi::testing::ring_graph();
+  ASSERT_NE(ring, MPI_COMM_NULL);
   const int c2[2] = {4, 4};
   const MPI_Aint s2[2] = {0, 40 * 8}, r2[2] = {8, 30 * 8};
   const MPI_Datatype nst[2] = {pairs, two}, nrt[2] = {two, pairs};
@@ -187,11 +182,8 @@ TEST(Collectives, LargePiecesSentInPlace) {
   MPI_Type_vector(1, 2, 3, MPI_DOUBLE, &vec);
   MPI_Type_create_resized(vec, 0, 3 * sizeof(double), &pairs);
   MPI_Type_commit(&pairs);
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring),
-            MPI_SUCCESS);
+  MPI_Comm ring = dtmpi::testing::ring_graph();
+  ASSERT_NE(ring, MPI_COMM_NULL);
   for (int round = 0; round < 3; ++round) {
     // 4100+ pairs = 65,600+ bytes a piece; one small piece per rank in round 1
     auto count_for = [&](int from, int to) { return round == 1 && from == to ? 7 : 4100 + 37 * from + 11 * to + round; };

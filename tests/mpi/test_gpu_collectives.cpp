@@ -125,10 +125,8 @@ TEST(GpuCollectives, AlltoallAllgatherGatherScatterBcast) {
 TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
   const int me = world_rank(), n = world_size();
   Strided s;
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
+  MPI_Comm ring = dtmpi::testing::ring_graph();
+  ASSERT_NE(ring, MPI_COMM_NULL);
   auto src = filled(30000, me, 5);
   Dev dsrc(src);
   std::vector<double> want(30000, -1);
@@ -162,10 +160,8 @@ TEST(GpuCollectives, NeighborFormsOnDeviceBuffers) {
 TEST(GpuCollectives, LargePiecesReadInPlace) {
   const int me = world_rank(), n = world_size();
   Strided s;
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring), MPI_SUCCESS);
+  MPI_Comm ring = dtmpi::testing::ring_graph();
+  ASSERT_NE(ring, MPI_COMM_NULL);
   for (int round = 0; round < 3; ++round) {  // later rounds reuse the IPC mappings
     // small: below transport::kInPlaceMin (320 B: the one-message path) or above it
     const int big = 20000 + 1000 * round, small = round == 1 ? 500 : 40;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/random_types.hpp"
+#include "common/mpi_world.hpp"
 #include "dtmpi/dtmpi.h"
 
 namespace {
@@ -271,11 +272,8 @@ TEST_F(GpuP2P, AlltoallvOnDeviceBuffers) {
   cudaMemcpy(got.data(), dr, relems * sizeof(double), cudaMemcpyDeviceToHost);
   EXPECT_TRUE(got == want) << "Alltoallv, device to device";
   // the neighbor form on a ring, device send buffer, host receive buffer
-  const int nb[2] = {(me + n - 1) % n, (me + 1) % n};
-  MPI_Comm ring;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED,
-                                           MPI_INFO_NULL, 0, &ring),
-            MPI_SUCCESS);
+  MPI_Comm ring = dtmpi::testing::ring_graph();
+  ASSERT_NE(ring, MPI_COMM_NULL);
   const int c2[2] = {500, 500}, s2[2] = {0, 600}, r2[2] = {0, 501};
   std::vector<double> nwant(relems, -1), ngot(relems, -1);
   ASSERT_EQ(PMPI_Neighbor_alltoallv(hs.data(), c2, s2, pairs, nwant.data(), c2, r2, pairs, ring), MPI_SUCCESS);
