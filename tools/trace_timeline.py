@@ -53,4 +53,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader (head) has seen enough
+        sys.stderr.close()
+        sys.exit(0)
