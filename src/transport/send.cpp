@@ -348,6 +348,8 @@ Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::Poin
   return choose_by_model(s);
 }
 
+namespace {
+
 // In the host test mode, host memory is "sent in place" too: the descriptor
 // has no region, so the receiver asks for the bytes and the sender sends them
 // from where they lie -- the protocol, the requests and the fallback run in
@@ -359,6 +361,8 @@ bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_worl
          peers_ready() && descriptors_possible() &&
          (host_test || (info.kind == rt::MemKind::kDevice && !mpi_takes_device_memory() && ipc_possible(dest_world)));
 }
+
+}  // namespace
 
 int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, int dest, int tag, MPI_Comm comm,
                   MPI_Request* request) {
