@@ -27,10 +27,12 @@ fi
 
 if [ "$what" = all ] || [ "$what" = test ]; then
   step "tests"
-  (cd $build && ctest -j 8 --output-on-failure --timeout 600 2>&1 | tee "$out/ctest.log" | grep -E "Test +#|tests passed|Failed|Skipped")
+  # per-test and overall time limits: a hang costs minutes of device time, not the call's ten
+  (cd $build && timeout 420 ctest -j 8 --output-on-failure --timeout 240 2>&1 | tee "$out/ctest.log" \
+    | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
   if [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then
     step "GPU tests again with both ranks on one GPU (CUDA_VISIBLE_DEVICES=0)"
-    (cd $build && CUDA_VISIBLE_DEVICES=0 ctest -L gpu -j 4 --output-on-failure --timeout 600 2>&1 \
+    (cd $build && CUDA_VISIBLE_DEVICES=0 timeout 300 ctest -L gpu -j 4 --output-on-failure --timeout 240 2>&1 \
       | tee "$out/ctest-one-gpu.log" | grep -E "Test +#|tests passed|Failed|Skipped")
   fi
   step "compute-sanitizer memcheck (test_gpu_pack, 300 random types)"
