@@ -96,6 +96,7 @@ Config read_environment() {
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
   c.test_refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
+  c.test_ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0);
   log::g_level.store(level_of(c.log));
   return c;
 }

@@ -31,6 +31,9 @@ struct Config {
   // DTMPI_TEST_REFUSE_IPC=1 (tests only): receivers do not map senders' GPU
   // buffers over CUDA IPC but ask for the bytes, as where a mapping fails
   bool test_refuse_ipc = false;
+  // DTMPI_TEST_IPC_CACHE=N (tests only): at most N (>= 2) peer mappings kept
+  // open (default 64), so that closing mappings is exercised
+  int64_t test_ipc_cache = 0;
 };
 
 struct VariableDoc {

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <list>
 #include <map>
@@ -15,6 +16,7 @@
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "pack/gpu_pack.hpp"
+#include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/gpu_internal.hpp"
 
@@ -164,7 +166,13 @@ struct Imported {
   const void* base;
 };
 
-constexpr size_t kMaxImported = 64;  // mappings kept open per process
+// Mappings kept open per process (DTMPI_TEST_IPC_CACHE lowers it in tests; at
+// least 2: a receive maps the sender's buffer, then its ready counter, before
+// it queues the read, and the first must survive the second).
+size_t max_imported() {
+  const int64_t n = config().test_ipc_cache;
+  return n > 0 ? static_cast<size_t>(std::max<int64_t>(n, 2)) : 64;
+}
 
 struct IpcCaches {
   std::mutex mu;
@@ -232,7 +240,24 @@ Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool loca
   DTMPI_CUDA_CHECK(cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess));
   c.lru.emplace_front(key, Imported{base});
   c.imported[key] = c.lru.begin();
-  while (c.lru.size() > kMaxImported) {  // the peer may have freed these
+  // Closing a mapping that a queued kernel still reads would fault it: dtmpi
+  // queues every read of a peer's memory (unpacks, gated polls of a ready
+  // counter) on the transfer stream of the reading device, so that stream is
+  // drained first. It drains without this thread's help: each queued wait is
+  // for a peer's write that was queued before the wait was (send.cpp,
+  // may_announce_early).
+  const size_t keep = max_imported();
+  if (c.lru.size() > keep) {
+    std::vector<int> devices;  // of the mappings about to be closed
+    auto it = c.lru.rbegin();
+    for (size_t k = c.lru.size() - keep; k > 0; --k, ++it)
+      if (std::find(devices.begin(), devices.end(), std::get<2>(it->first)) == devices.end())
+        devices.push_back(std::get<2>(it->first));
+    for (int d : devices)
+      if (auto ok = wait_stream(d); !ok)
+        DTMPI_LOG(kWarn, "draining the stream before closing an IPC mapping: %s", ok.error().what.c_str());
+  }
+  while (c.lru.size() > keep) {  // the peer may have freed these
     auto& victim = c.lru.back();
     DeviceScope vscope(std::get<2>(victim.first));
     if (cudaIpcCloseMemHandle(const_cast<void*>(victim.second.base)) != cudaSuccess) cudaGetLastError();
