@@ -198,12 +198,10 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
         // packed bytes that stay put until every rank is done: the receiver
         // reads them where they lie, no copy into a buffer of the transport's
         // own (packed host bytes only in the host test mode: send_in_place
-        // decides). Only dtmpi's own buffer is shared so, never the
-        // application's, even when its pieces are contiguous: peers keep
-        // their mappings, and CUDA leaves a cudaFree of memory another process
-        // still maps undefined.
-        const int64_t bytes = int64_t{p.counts[k]} * side.s.plans[k]->size;
-        rc = tp::send_in_place(buf, bytes, side.base_info, peer, tag, dup, &reqs.back());
+        // decides). Only dtmpi's own pool buffer is shared so, never the
+        // application's, even when its pieces are contiguous (see
+        // send_in_place).
+        rc = tp::send_in_place(side.base, side.s.byte_displs[k], count, side.base_info, peer, tag, dup, &reqs.back());
         if (rc != tp::kNotSentInPlace) continue;
       }
       rc = sending ? MPI_Isend(buf, count, type, peer, tag, dup, &reqs.back())

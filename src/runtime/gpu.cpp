@@ -104,8 +104,10 @@ Result<cudaStream_t> stream_for(int device, Lane lane) {
       // blocking stream: its work waits for the legacy stream's earlier work
       // (a pageable cudaMemcpy may return before its DMA is done) without an
       // event record and wait per operation (a microsecond or more each)
-      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&g.streams[device][l], config().gpu_order_legacy ? cudaStreamDefault
-                                                                                                  : cudaStreamNonBlocking));
+      cudaStream_t created = nullptr;
+      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&created, config().gpu_order_legacy ? cudaStreamDefault
+                                                                                   : cudaStreamNonBlocking));
+      std::atomic_ref(g.streams[device][l]).store(created, std::memory_order_release);
       void* flag = nullptr;
       void* flag_dev = nullptr;
       if (g.driver.write_value32 && cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
@@ -221,11 +223,12 @@ PointerInfo pointer_info(const void* p) {
 // which also reports faults.
 namespace {
 
-// The lane of dtmpi's stream `s` on `device`.
+// The lane of dtmpi's stream `s` on `device`: a load, not the creation lock
+// (asked for every marker and every wait); stream_for publishes the stream
+// with an atomic store.
 int lane_of(int device, cudaStream_t s) {
-  Gpu& g = gpu();
-  std::lock_guard lock(g.mu);
-  return s == g.streams[device][static_cast<int>(Lane::kSync)] ? static_cast<int>(Lane::kSync) : 0;
+  const int sync = static_cast<int>(Lane::kSync);
+  return s == std::atomic_ref(gpu().streams[device][sync]).load(std::memory_order_acquire) ? sync : 0;
 }
 
 }  // namespace
@@ -427,7 +430,7 @@ void release_gpu_resources() {
     for (int l = 0; l < kLanes; ++l) {
       if (!g.streams[d][l]) continue;
       cudaStreamDestroy(g.streams[d][l]);
-      g.streams[d][l] = nullptr;
+      std::atomic_ref(g.streams[d][l]).store(nullptr, std::memory_order_release);
       if (g.done_flag[d][l]) cudaFreeHost(const_cast<uint32_t*>(g.done_flag[d][l]));
       g.done_flag[d][l] = nullptr;
       g.spin_ok[d][l] = false;

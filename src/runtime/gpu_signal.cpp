@@ -142,6 +142,14 @@ Status wait_event(int peer, const IpcSignal& sig, int device, bool local, cudaSt
   return ok_status();
 }
 
+// The IPC region of the counter a signal refers to.
+IpcRegion counter_region(const IpcSignal& sig) {
+  IpcRegion r;
+  std::memcpy(r.handle, sig.handle, sizeof(r.handle));
+  r.buffer_id = sig.buffer_id;
+  return r;
+}
+
 }  // namespace
 
 uint64_t gpu_identity(int device) {
@@ -238,10 +246,7 @@ Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
   if (sig.kind == IpcSignal::Kind::kEvent) return wait_event(peer, sig, device, local, s.value());
   if (sig.kind != IpcSignal::Kind::kCounter) return Error{kErrUnsupported, "no ready signal"};
   if (!driver().wait_value64) return Error{kErrUnsupported, "no stream memory operations in this driver"};
-  IpcRegion r;
-  std::memcpy(r.handle, sig.handle, sizeof(r.handle));
-  r.buffer_id = sig.buffer_id;
-  auto word = ipc_open(peer, r, device, local);
+  auto word = ipc_open(peer, counter_region(sig), device, local);
   if (!word) return word.error();
   const CUresult e = driver().wait_value64(reinterpret_cast<CUstream>(s.value()),
                                            reinterpret_cast<CUdeviceptr>(word.value()), sig.value,
@@ -252,10 +257,7 @@ Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
 
 Result<const void*> ipc_signal_word(int peer, const IpcSignal& sig, int device) {
   if (sig.kind != IpcSignal::Kind::kCounter) return Error{kErrUnsupported, "not a counter signal"};
-  IpcRegion r;
-  std::memcpy(r.handle, sig.handle, sizeof(r.handle));
-  r.buffer_id = sig.buffer_id;
-  return ipc_open(peer, r, device, false);
+  return ipc_open(peer, counter_region(sig), device, false);
 }
 
 void release_ipc_signals() {

@@ -91,7 +91,7 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   // pipelined transfers are point to point only; IPC ones may be a
   // collective's piece sent in place
   if (w.wire < 1 || w.wire > 2 || w.ready_kind > 2 || w.total_bytes < kInPlaceMin ||
-      (w.wire == static_cast<uint32_t>(Wire::kPipelined) && w.total_bytes < kMultiMin))
+      (w.wire == static_cast<uint16_t>(Wire::kPipelined) && w.total_bytes < kMultiMin))
     return std::nullopt;
   Descriptor d;
   d.wire = static_cast<Wire>(w.wire);

@@ -350,6 +350,20 @@ Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::Poin
 
 namespace {
 
+// A new transfer of `bytes` to world rank `dest_world` on the user's `tag`:
+// its tail, and its descriptor's common fields in `d`.
+std::unique_ptr<SendTail> begin_transfer(int64_t bytes, int dest_world, int tag, Descriptor& d) {
+  auto tail = std::make_unique<SendTail>();
+  tail->bytes = bytes;
+  tail->peer_world = dest_world;
+  d.total_bytes = bytes;
+  d.transfer_id = tail->id = next_transfer_id();
+  d.sender_world = my_world_rank();
+  d.receiver_world = dest_world;
+  d.user_tag = tag;
+  return tail;
+}
+
 // In the host test mode, host memory is "sent in place" too: the descriptor
 // has no region, so the receiver asks for the bytes and the sender sends them
 // from where they lie -- the protocol, the requests and the fallback run in
@@ -364,16 +378,17 @@ bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_worl
 
 }  // namespace
 
-int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, int dest, int tag, MPI_Comm comm,
-                  MPI_Request* request) {
+int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const rt::PointerInfo& info, int dest, int tag,
+                  MPI_Comm comm, MPI_Request* request) {
   const int dest_world = world_rank_of(comm, dest);
   if (!in_place_possible(bytes, info, dest_world)) return kNotSentInPlace;
-  rt::IpcRegion region;  // none in the host test mode
-  rt::IpcSignal ready;
+  Descriptor d;
+  d.wire = Wire::kIpc;  // with no region in the host test mode
   if (rt::on_gpu(info)) {
-    auto exported = rt::ipc_export(ptr);  // fails for memory CUDA cannot share (cudaMallocAsync pools)
+    auto exported = rt::ipc_export(pooled, true);  // cached per pool buffer
     if (!exported) return kNotSentInPlace;
-    region = exported.value();
+    d.region = exported.value();
+    d.region.offset += offset;
     // raised behind the work queued before it (the caller's batched pack; with
     // DTMPI_GPU_ORDER=legacy the legacy default stream's work too)
     auto raised = rt::ipc_signal_raise(info.device);
@@ -381,23 +396,12 @@ int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, i
       DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", raised.error().what.c_str());
       return kNotSentInPlace;
     }
-    ready = raised.value();
+    d.ready = raised.value();
   }
-  auto tail = std::make_unique<SendTail>();
-  tail->bytes = bytes;
-  tail->peer_world = dest_world;
-  tail->in_place = ptr;
+  auto tail = begin_transfer(bytes, dest_world, tag, d);
+  tail->in_place = static_cast<const char*>(pooled) + offset;
   tail->in_place_device = rt::on_gpu(info) ? info.device : -1;
-  tail->ready = ready;
-  Descriptor d;
-  d.total_bytes = bytes;
-  d.transfer_id = tail->id = next_transfer_id();
-  d.sender_world = my_world_rank();
-  d.receiver_world = dest_world;
-  d.user_tag = tag;
-  d.wire = Wire::kIpc;
-  d.region = region;
-  d.ready = ready;
+  tail->ready = d.ready;
   MPI_Request r = MPI_REQUEST_NULL;
   if (int rc = announce(*tail, d, dest, tag, comm, false, &r, tail->descriptor_buf); rc != MPI_SUCCESS) return rc;
   tail->reqs.push_back(r);
@@ -410,15 +414,8 @@ int send_in_place(const void* ptr, int64_t bytes, const rt::PointerInfo& info, i
 int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,
                MPI_Request* request) {
   rt::count(rt::Counter::kMultiSends);
-  auto tail = std::make_unique<SendTail>();
-  tail->bytes = b.bytes;
-  tail->peer_world = dest_world;
   Descriptor d;
-  d.total_bytes = b.bytes;
-  d.transfer_id = tail->id = next_transfer_id();
-  d.sender_world = my_world_rank();
-  d.receiver_world = dest_world;
-  d.user_tag = tag;
+  auto tail = begin_transfer(b.bytes, dest_world, tag, d);
   int rc = MPI_SUCCESS;
   if (m == Method::kPipelined) {
     rc = send_pipelined(b, *tail, d, dest, tag, comm, synchronous, request);

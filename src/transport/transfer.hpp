@@ -90,8 +90,8 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
 // (interpose::irecv_piece), which saves small pieces the synchronous
 // one-message path (a launch and a wait on each side).
 inline constexpr int kNotSentInPlace = -1;
-int send_in_place(const void* ptr, int64_t bytes, const runtime::PointerInfo& info, int dest, int tag, MPI_Comm comm,
-                  MPI_Request* request);
+int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const runtime::PointerInfo& info, int dest,
+                  int tag, MPI_Comm comm, MPI_Request* request);
 
 // A receive that may meet a descriptor: the landing message goes into a
 // staging buffer (`staged`) or straight into the user's buffer with the
