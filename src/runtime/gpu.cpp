@@ -105,8 +105,14 @@ Result<cudaStream_t> stream_for(int device, Lane lane) {
       // (a pageable cudaMemcpy may return before its DMA is done) without an
       // event record and wait per operation (a microsecond or more each)
       cudaStream_t created = nullptr;
-      DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&created, config().gpu_order_legacy ? cudaStreamDefault
-                                                                                   : cudaStreamNonBlocking));
+      int least = 0, greatest = 0;  // numerically: greatest priority is the lowest number
+      if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+        cudaGetLastError();
+        least = greatest = 0;
+      }
+      DTMPI_CUDA_CHECK(cudaStreamCreateWithPriority(
+          &created, config().gpu_order_legacy ? cudaStreamDefault : cudaStreamNonBlocking,
+          lane == Lane::kSync ? greatest : least));
       std::atomic_ref(g.streams[device][l]).store(created, std::memory_order_release);
       void* flag = nullptr;
       void* flag_dev = nullptr;
@@ -227,8 +233,9 @@ namespace {
 // (asked for every marker and every wait); stream_for publishes the stream
 // with an atomic store.
 int lane_of(int device, cudaStream_t s) {
-  const int sync = static_cast<int>(Lane::kSync);
-  return s == std::atomic_ref(gpu().streams[device][sync]).load(std::memory_order_acquire) ? sync : 0;
+  for (int l = 1; l < kLanes; ++l)
+    if (s == std::atomic_ref(gpu().streams[device][l]).load(std::memory_order_acquire)) return l;
+  return 0;
 }
 
 }  // namespace

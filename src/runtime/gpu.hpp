@@ -37,13 +37,18 @@ inline const char* kind_name(MemKind k) {
   return "?";
 }
 
-// dtmpi's two streams per device. Transfers queue their GPU work on kTransfer
-// (in order: packs, ready signals, unpacks gated on peers); synchronous calls
-// that depend on nothing queued there (MPI_Pack of device memory, the
-// one-message methods, collective staging) use kSync, so that they do not
-// wait behind the large transfers queued before them.
-enum class Lane : uint8_t { kTransfer = 0, kSync = 1 };
-inline constexpr int kLanes = 2;
+// dtmpi's three streams per device. Transfers queue their sending work on
+// kTransfer (packs, ready signals, the pipelined method's copies); reads of a
+// peer's memory (waits for its ready signal, then the unpacks over CUDA IPC)
+// go to kReceive, so that a wait for a peer that is late never holds back this
+// rank's own packs, which that peer may be waiting for (the two streams would
+// otherwise advance in lock step, one message at a time); synchronous calls
+// that depend on nothing queued elsewhere (MPI_Pack of device memory, the
+// one-message methods, collective staging) use kSync, created with the highest
+// priority, so that they neither wait behind the large transfers queued before
+// them nor for thread blocks of those to finish.
+enum class Lane : uint8_t { kTransfer = 0, kSync = 1, kReceive = 2 };
+inline constexpr int kLanes = 3;
 
 // Synchronous pack/unpack of `count` elements where at least one buffer is on
 // the GPU: kernels straight into/out of device or mapped pinned memory, staged
@@ -126,7 +131,7 @@ struct KernelGate {
 };
 // Queues the unpack of `count` elements from device-accessible `packed` (a
 // peer's buffer mapped over CUDA IPC) into GPU memory `user` on dtmpi's
-// stream of ui.device, and a marker after it. With a gate the unpack is a
+// receive stream of ui.device, and a marker after it. With a gate the unpack is a
 // kernel even for contiguous data.
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
                                const PointerInfo& ui, KernelGate gate = {});
@@ -191,6 +196,7 @@ Result<IpcSignal> ipc_signal_raise(int device);
 Result<IpcSignal> ipc_signal_reserve(int device);
 Status ipc_signal_commit(const IpcSignal& s);
 void ipc_signal_release(IpcSignal& s);
+// Queued on the receive stream of `device`, before the reads it guards.
 // `local`: the signal is this process's own (a message to itself).
 Status ipc_signal_wait(int peer, const IpcSignal& s, int device, bool local = false);
 // Where a counter signal's word is mapped on `device` (for a KernelGate).
@@ -211,8 +217,8 @@ Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t c
 // Copies `bytes` between any two memories and waits (`device`: the GPU whose
 // stream does it; -1: both host, a memcpy).
 Status copy_bytes(void* dst, const void* src, size_t bytes, int device);
-// Waits for everything queued on dtmpi's stream of `device`.
-Status wait_stream(int device);
+// Waits for everything queued on dtmpi's stream of `lane` on `device`.
+Status wait_stream(int device, Lane lane = Lane::kTransfer);
 
 // Pool counters (allocations from CUDA, reuses, bytes held) as one line.
 std::string gpu_pool_stats();

@@ -93,7 +93,7 @@ Status ipc_signal_wait(int, const IpcSignal&, int, bool) { return Error{kErrUnsu
 Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
   return Error{kErrUnsupported, "built without CUDA"};
 }
-Status wait_stream(int) { return ok_status(); }
+Status wait_stream(int, Lane) { return ok_status(); }
 Status copy_bytes(void* dst, const void* src, size_t bytes, int) {
   if (bytes) std::memcpy(dst, src, bytes);
   return ok_status();

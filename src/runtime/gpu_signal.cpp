@@ -241,7 +241,7 @@ void ipc_signal_release(IpcSignal& sig) {
 
 Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
   DeviceScope scope(device);
-  auto s = stream_for(device);
+  auto s = stream_for(device, Lane::kReceive);
   if (!s) return s.error();
   if (sig.kind == IpcSignal::Kind::kEvent) return wait_event(peer, sig, device, local, s.value());
   if (sig.kind != IpcSignal::Kind::kCounter) return Error{kErrUnsupported, "no ready signal"};

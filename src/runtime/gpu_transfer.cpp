@@ -105,7 +105,7 @@ Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int devic
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
                                const PointerInfo& ui, KernelGate gate) {
   DeviceScope scope(ui.device);
-  auto s = stream_for(ui.device);
+  auto s = stream_for(ui.device, Lane::kReceive);
   if (!s) return s.error();
   int64_t offset = 0;
   if (gate.word) {
@@ -241,11 +241,11 @@ Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool loca
   c.lru.emplace_front(key, Imported{base});
   c.imported[key] = c.lru.begin();
   // Closing a mapping that a queued kernel still reads would fault it: dtmpi
-  // queues every read of a peer's memory (unpacks, gated polls of a ready
-  // counter) on the transfer stream of the reading device, so that stream is
-  // drained first. It drains without this thread's help: each queued wait is
-  // for a peer's write that was queued before the wait was (send.cpp,
-  // may_announce_early).
+  // queues every read of a peer's memory (unpacks, waits for and gated polls
+  // of a ready counter) on the receive stream of the reading device, so that
+  // stream is drained first. It drains without this thread's help: each
+  // queued wait is for a peer's write that was queued before the wait was
+  // (send.cpp, may_announce_early), behind nothing but the peer's own packs.
   const size_t keep = max_imported();
   if (c.lru.size() > keep) {
     std::vector<int> devices;  // of the mappings about to be closed
@@ -254,7 +254,7 @@ Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool loca
       if (std::find(devices.begin(), devices.end(), std::get<2>(it->first)) == devices.end())
         devices.push_back(std::get<2>(it->first));
     for (int d : devices)
-      if (auto ok = wait_stream(d); !ok)
+      if (auto ok = wait_stream(d, Lane::kReceive); !ok)
         DTMPI_LOG(kWarn, "draining the stream before closing an IPC mapping: %s", ok.error().what.c_str());
   }
   while (c.lru.size() > keep) {  // the peer may have freed these
@@ -322,9 +322,9 @@ Status copy_bytes(void* dst, const void* src, size_t bytes, int device) {
   return finish(device, s.value());
 }
 
-Status wait_stream(int device) {
+Status wait_stream(int device, Lane lane) {
   DeviceScope scope(device);
-  auto s = stream_for(device);
+  auto s = stream_for(device, lane);
   if (!s) return s.error();
   return finish(device, s.value());
 }

@@ -284,7 +284,7 @@ bool ReceiveOp::read_over_ipc() {
     DTMPI_TRACE("recv: unpack queued");
     return true;
   }
-  auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info, rt::Lane::kTransfer);  // after the wait
+  auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info, rt::Lane::kReceive);  // after the wait
   if (!ok) {
     DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
