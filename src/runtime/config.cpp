@@ -23,6 +23,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_METHOD", "auto",
      "GPU point-to-point method: oneshot, staged, pipelined, device or auto (see docs/point-to-point.md)"},
     {"DTMPI_PIPELINE_CHUNK", "2097152", "bytes per chunk of the pipelined method"},
+    {"DTMPI_GATED_UNPACK_MAX", "8388608",
+     "device method between two GPUs: receives up to this many bytes are unpacked by a kernel that polls the "
+     "sender's ready counter itself; larger ones (and all with 0) wait for it with a stream wait first"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
     {"DTMPI_RANKS_PER_NODE", "0",
@@ -91,6 +94,7 @@ Config read_environment() {
     c.method = "auto";
   }
   c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
+  c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);

@@ -41,11 +41,6 @@ inline constexpr int64_t kHostPackMaxBlock = 512;
 // ... up to this many packed bytes per buffer: beyond it the system MPI's
 // streaming convertor costs no second copy of the data in memory.
 inline constexpr int64_t kHostPackMaxBytes = int64_t{64} << 20;
-// IPC receives of up to this many packed bytes from another GPU wait for the
-// sender's ready counter inside the unpack kernel (runtime::KernelGate);
-// larger ones wait with a stream wait (its re-check interval is lost in their
-// transfer time) and, when contiguous, keep the copy engine.
-inline constexpr int64_t kGatedUnpackMax = int64_t{8} << 20;
 const char* method_name(Method m);
 inline bool is_multi(Method m) { return m == Method::kPipelined || m == Method::kDevice; }
 
