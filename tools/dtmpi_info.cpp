@@ -32,7 +32,7 @@ static void print_system() {
   std::printf("configuration    :\n");
   for (const auto& v : rt::kVariables) {
     const char* set = std::getenv(v.name);
-    std::printf("  %-22s = %-6s %s\n", v.name, set ? set : v.default_value, set ? "(set)" : "(default)");
+    std::printf("  %-28s = %-8s %s\n", v.name, set ? set : v.default_value, set ? "(set)" : "(default)");
   }
   for (const auto& name : rt::unknown_variables())
     std::printf("  %s is set but unknown to dtmpi\n", name.c_str());
@@ -40,7 +40,7 @@ static void print_system() {
   const auto& c = rt::config();
   const bool gpu_here = rt::gpu_enabled();
   const std::string host_rule = "non-contiguous with blocks <= " +
-                                std::to_string(dtmpi::transport::kHostPackMaxBlock) +
+                                std::to_string(c.host_staging_max_block) +
                                 " B (up to " + std::to_string(dtmpi::transport::kHostPackMaxBytes >> 20) +
                                 " MiB a buffer) packed by dtmpi (p2p and collectives); others to the system MPI as they are";
   std::printf("decisions        :\n");

@@ -17,7 +17,7 @@ namespace {
 bool host_packs_better(const type::PackPlan& plan, int count) {
   int64_t offset = 0;
   return rt::config().host_staging && int64_t{count} * plan.size <= transport::kHostPackMaxBytes &&
-         !plan.contiguous_for_count(count, offset) && transport::typical_block(plan) <= transport::kHostPackMaxBlock;
+         !plan.contiguous_for_count(count, offset) && transport::typical_block(plan) <= rt::config().host_staging_max_block;
 }
 
 }  // namespace

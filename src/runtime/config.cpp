@@ -16,6 +16,8 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_HOST_STAGING", "1",
      "1: host buffers whose datatype is non-contiguous with blocks of at most 512 bytes are packed by dtmpi and "
      "travel as bytes (point-to-point and collectives); 0: the system MPI takes the user's datatypes"},
+    {"DTMPI_HOST_STAGING_MAX_BLOCK", "512",
+     "DTMPI_HOST_STAGING: the largest typical block (bytes) of a host datatype that dtmpi packs"},
     {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info, debug, or decisions (info + each first method choice)"},
     {"DTMPI_CACHE_DIR", "$XDG_CACHE_HOME/dtmpi", "where dtmpi-measure writes and MPI_Init reads the performance model"},
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
@@ -94,6 +96,7 @@ Config read_environment() {
     c.method = "auto";
   }
   c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
+  c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1);
   c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);

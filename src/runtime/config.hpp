@@ -19,6 +19,9 @@ struct Config {
   bool gpu_order_legacy = true;   // DTMPI_GPU_ORDER=legacy (default): wait for the legacy default stream
   std::string method = "auto";    // DTMPI_METHOD: auto|oneshot|staged|pipelined|device
   int64_t pipeline_chunk = 2 << 20;      // DTMPI_PIPELINE_CHUNK (measured: bench/results/gpu-pipeline-chunks-*)
+  // DTMPI_HOST_STAGING_MAX_BLOCK: host buffers whose datatype is non-contiguous
+  // with a typical block of at most this many bytes are packed by dtmpi
+  int64_t host_staging_max_block = 512;
   int64_t gated_unpack_max = 8 << 20;    // DTMPI_GATED_UNPACK_MAX: largest receive unpacked by a polling kernel
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)

@@ -34,10 +34,6 @@ enum class Method : uint8_t { kOneShot, kStaged, kPipelined, kDevice };
 // decides (forced multi-message methods below kMultiMin, buffered sends, the
 // receiver's unpack of a single message).
 inline constexpr int64_t kOneShotLimit = 256 * 1024;
-// Host buffers whose datatype is non-contiguous with blocks of at most this
-// many bytes are packed by dtmpi (DTMPI_HOST_STAGING): below it the system
-// MPIs' datatype engines lose to dtmpi's CPU packer (bench/results/halo-cpu-*).
-inline constexpr int64_t kHostPackMaxBlock = 512;
 // ... up to this many packed bytes per buffer: beyond it the system MPI's
 // streaming convertor costs no second copy of the data in memory.
 inline constexpr int64_t kHostPackMaxBytes = int64_t{64} << 20;
