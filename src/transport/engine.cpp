@@ -35,15 +35,7 @@ struct Entry {
 struct Engine {
   std::mutex mu;
   std::vector<Entry> ops;
-  unsigned calls = 0;  // progress calls, under mu
 };
-
-// Background operations (the rest of a send, waiting for its receiver's ack
-// to return its buffer to the pool) hold nothing the application waits for:
-// they are stepped on every kBackgroundEvery-th progress call only. A halo
-// exchange leaves dozens of them in flight across the next exchange's calls,
-// and a system MPI test of each on every call added up to microseconds a call.
-constexpr unsigned kBackgroundEvery = 8;
 
 Engine& engine() {
   static auto* e = new Engine;
@@ -92,10 +84,9 @@ void progress() {
   std::unique_lock lock(e.mu, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is progressing
   t_in_progress = true;
-  const bool background = ++e.calls % kBackgroundEvery == 0;
   for (size_t i = 0; i < e.ops.size();) {
     Entry& en = e.ops[i];
-    if ((!en.state && !background) || !en.op->step()) {
+    if (!en.op->step()) {
       ++i;
       continue;
     }

@@ -38,8 +38,7 @@ extern std::atomic<int> g_active_ops;
 // True while any operation is in flight: progress is due.
 inline bool busy() { return g_active_ops.load(std::memory_order_relaxed) != 0; }
 
-// Advances every operation behind an application's request once, and the
-// background ones on every few calls (never blocks, never recurses).
+// Advances every operation once (never blocks, never recurses).
 void progress();
 inline void poll() {
   if (busy()) progress();
