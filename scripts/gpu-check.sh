@@ -2,11 +2,19 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|build|test|bench|pingpong|chunks|model|halo|trace] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace] [--quick]
+# `start` is a session's first call (under 10 minutes on a fresh machine):
+# build, the tests, the halo, and issue 4's pingpong rows (1 MiB, 64 MiB).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 quick=${2:-}
+if [ "$what" = start ]; then
+  self="$PWD/scripts/gpu-check.sh"
+  bash "$self" build && bash "$self" test && bash "$self" halo
+  bash "$self" issue4
+  exit $?
+fi
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
@@ -78,6 +86,13 @@ if [ "$what" = trace ]; then
     python3 tools/trace_timeline.py "$out/trace-$tag" --last ${TRACE_LAST:-1500} --raw > "$out/trace-$tag-raw.txt"
     rm -f "$out/trace-$tag".*.txt
   done
+fi
+
+if [ "$what" = issue4 ]; then
+  step "issue 4 rows: dtmpi-bench pingpong --gpu --quick, 1 MiB and 64 MiB objects"
+  for f in "1024 KiB" "65536 KiB"; do
+    mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn"
+  done | tee "$out/gpu-pingpong-issue4.txt"
 fi
 
 if [ "$what" = chunks ]; then
