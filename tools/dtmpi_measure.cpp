@@ -77,9 +77,17 @@ Point measure(const std::function<void()>& op, MPI_Comm comm) {
   op();
   op();
   auto now = [] { return std::chrono::steady_clock::now(); };
+  // the repetition count from the fastest of a few single runs: one run that
+  // met a descheduled peer (milliseconds on a loaded machine) would otherwise
+  // leave one repetition per sample and a median of stalls
+  double one = 1e30;
   auto t0 = now();
-  op();
-  double one = std::chrono::duration<double>(now() - t0).count();
+  for (int k = 0; k < 5; ++k) {
+    PMPI_Barrier(comm);
+    t0 = now();
+    op();
+    one = std::min(one, std::chrono::duration<double>(now() - t0).count());
+  }
   PMPI_Bcast(&one, 1, MPI_DOUBLE, 0, comm);
   const int reps = static_cast<int>(std::clamp(g_min_sample / std::max(one, 1e-9), 1.0, 1e6));
   Point best{0, 1e9};
