@@ -46,6 +46,10 @@ static void print_system() {
   std::printf("decisions        :\n");
   std::printf("  host datatypes : %s\n",
               c.host_staging ? host_rule.c_str() : "all to the system MPI as they are (DTMPI_HOST_STAGING=0)");
+  if (c.host_staging)
+    std::printf("  host receives  : %s\n", rt::host_receive_direct()
+                                              ? "direct: the system MPI unpacks the packed bytes with the receiver's type"
+                                              : "staged: the packed bytes land in a buffer, dtmpi unpacks them");
   const bool aware_mpi = aware == rt::CudaAware::kYes || c.cuda_aware == "1";
   std::printf("  GPU buffers    : %s\n",
               !gpu_here   ? "none usable in this process"

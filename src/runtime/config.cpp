@@ -16,6 +16,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_HOST_STAGING", "1",
      "1: host buffers whose datatype is non-contiguous with blocks of at most 512 bytes are packed by dtmpi and "
      "travel as bytes (point-to-point and collectives); 0: the system MPI takes the user's datatypes"},
+    {"DTMPI_HOST_RECV", "auto",
+     "host receive buffers of types dtmpi packs: staged (land the bytes, dtmpi unpacks), direct (the system MPI "
+     "unpacks the MPI_PACKED bytes with the receiver's datatype), auto (direct with Open MPI, staged otherwise)"},
     {"DTMPI_HOST_STAGING_MAX_BLOCK", "512",
      "DTMPI_HOST_STAGING: the largest typical block (bytes) of a host datatype that dtmpi packs"},
     {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info, debug, or decisions (info + each first method choice)"},
@@ -96,6 +99,11 @@ Config read_environment() {
     c.method = "auto";
   }
   c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
+  c.host_recv = text("DTMPI_HOST_RECV", "auto");
+  if (c.host_recv != "auto" && c.host_recv != "staged" && c.host_recv != "direct") {
+    DTMPI_LOG(kWarn, "DTMPI_HOST_RECV=%s is not auto, staged or direct: using auto", c.host_recv.c_str());
+    c.host_recv = "auto";
+  }
   c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1);
   c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");

@@ -19,6 +19,9 @@ struct Config {
   bool gpu_order_legacy = true;   // DTMPI_GPU_ORDER=legacy (default): wait for the legacy default stream
   std::string method = "auto";    // DTMPI_METHOD: auto|oneshot|staged|pipelined|device
   int64_t pipeline_chunk = 2 << 20;      // DTMPI_PIPELINE_CHUNK (measured: bench/results/gpu-pipeline-chunks-*)
+  // DTMPI_HOST_RECV: auto|staged|direct, how host receive buffers of types
+  // dtmpi packs on the sending side take the packed bytes
+  std::string host_recv = "auto";
   // DTMPI_HOST_STAGING_MAX_BLOCK: host buffers whose datatype is non-contiguous
   // with a typical block of at most this many bytes are packed by dtmpi
   int64_t host_staging_max_block = 512;

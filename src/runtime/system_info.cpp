@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include "runtime/config.hpp"
+
 namespace dtmpi::runtime {
 
 CudaAware mpi_cuda_aware() {
@@ -21,6 +23,15 @@ std::string mpi_library_version() {
   if (nl != std::string::npos) s.resize(nl);
   while (!s.empty() && (s.back() == ' ' || s.back() == ',' || s.back() == '\0')) s.pop_back();
   return s;
+}
+
+bool host_receive_direct() {
+  static const bool direct = [] {
+    const std::string& v = config().host_recv;
+    if (v != "auto") return v == "direct";
+    return mpi_library_version().find("Open MPI") != std::string::npos;
+  }();
+  return direct;
 }
 
 }  // namespace dtmpi::runtime

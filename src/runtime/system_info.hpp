@@ -19,5 +19,12 @@ GpuInfo query_gpus();
 enum class CudaAware { kYes, kNo, kUnknown };
 CudaAware mpi_cuda_aware();
 std::string mpi_library_version();  // MPI_Get_library_version, first line
+// True where host receive buffers take the MPI_PACKED bytes of a sender that
+// packed with dtmpi straight through the system MPI with their own datatype,
+// false where they land in a staging buffer that dtmpi unpacks
+// (DTMPI_HOST_RECV; auto: direct with Open MPI, whose unpack from its own
+// transport buffers saves a copy; staged with others: MPICH unpacks such a
+// message into a type of small blocks several times slower than it lands it).
+bool host_receive_direct();
 
 }  // namespace dtmpi::runtime

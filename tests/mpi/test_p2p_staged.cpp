@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -265,6 +266,16 @@ TEST(StagedP2P, StagedPathWasTaken) {
   ASSERT_NE(stats, nullptr);
   const std::string text = stats();
   EXPECT_EQ(text.find("staged sends 0,"), std::string::npos) << text;
-  EXPECT_EQ(text.find("staged receives 0;"), std::string::npos) << text;
-  EXPECT_NE(text.find("staged receives "), std::string::npos) << text;
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (env("DTMPI_TEST_STAGE_HOST") == "1" || env("DTMPI_HOST_RECV") == "staged") {
+    EXPECT_EQ(text.find("staged receives 0;"), std::string::npos) << text;
+    EXPECT_NE(text.find("staged receives "), std::string::npos) << text;
+  } else if (env("DTMPI_HOST_RECV") == "direct") {
+    // dtmpi packs on the sender, the system MPI unpacks the MPI_PACKED bytes
+    // with the receiver's datatype (runtime::host_receive_direct)
+    EXPECT_NE(text.find("staged receives 0;"), std::string::npos) << text;
+  }
 }
