@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
+#include "runtime/system_info.hpp"
 #include "transport/transfer.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -55,7 +56,7 @@ bool may_stage_side(const Pieces& p) {
 // Whether `p` must be staged; fills plans and memory. Each distinct type is
 // asked once (a v side asks once) -- except with MPI_BOTTOM, where absolute
 // displacements may reach several memories and every piece is asked.
-bool needs_staging(const Pieces& p, Staged& s) {
+bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
   if (p.buf == MPI_IN_PLACE) return false;
   const bool every_piece = p.buf == MPI_BOTTOM;
   bool stage = false;
@@ -68,7 +69,7 @@ bool needs_staging(const Pieces& p, Staged& s) {
     asked = t;
     tp::UserBuffer b;
     const int c = p.counts[static_cast<size_t>(i)];
-    const bool must = must_stage(p.piece(i), c, t, b);
+    const bool must = must_stage(p.piece(i), c, t, b, host);
     if (every_piece) s.infos[static_cast<size_t>(i)] = b.info;
     if (must && !stage) {
       stage = true;
@@ -209,7 +210,11 @@ int StagedCall::finish() { return stage_recv ? unstage(recv, rs) : MPI_SUCCESS; 
 
 bool prepare(StagedCall& c, InPlace in_place, int& rc) {
   c.stage_send = needs_staging(c.send, c.ss);
-  c.stage_recv = needs_staging(c.recv, c.rs);
+  // host receive sides as point-to-point receives (runtime::host_receive_direct):
+  // where the system MPI unpacks the senders' packed bytes with the
+  // receiver's types in its own copy, they are not staged
+  c.stage_recv = needs_staging(c.recv, c.rs,
+                               rt::host_receive_direct() ? HostPacking::kNever : HostPacking::kWhereBetter);
   if (!c.stage_send && !c.stage_recv) return false;
   rt::count(rt::Counter::kStagedCollectives);
   if (c.stage_send) rc = stage(c.send, InPlace::all(), c.ss);

@@ -139,9 +139,10 @@ struct StagedCall final : runtime::Completion {
 };
 
 // Whether side `p` must be staged (GPU memory, a derived type in the host
-// test mode, or a small-block host type dtmpi packs better); fills the
-// plans and where the pieces live. False also for a type dtmpi cannot plan.
-bool needs_staging(const Pieces& p, Staged& s);
+// test mode, or, with `host` kWhereBetter, a small-block host type dtmpi
+// packs better); fills the plans and where the pieces live. False also for a
+// type dtmpi cannot plan.
+bool needs_staging(const Pieces& p, Staged& s, HostPacking host = HostPacking::kWhereBetter);
 // Packed layout of a side needing staging: counts, displacements, packed
 // types, total bytes (no buffer yet). An MPI error code.
 int layout(const Pieces& p, Staged& s);

@@ -430,7 +430,11 @@ TEST(MoreCollectives, StagingPathWasTakenAndZeroCountsSkipIt) {
     return at == std::string::npos ? 0ull : std::strtoull(s.c_str() + at + 19, nullptr, 10);
   };
   const auto before = staged();
-  EXPECT_GE(before, 30u);
+  const char* recv = std::getenv("DTMPI_HOST_RECV");
+  if (recv && std::string(recv) == "direct")
+    EXPECT_GT(before, 0u);  // receive sides go to the system MPI as they are: fewer calls stage
+  else
+    EXPECT_GE(before, 30u);
   Types t;
   double x = 0;
   ASSERT_EQ(MPI_Bcast(&x, 0, t.strided, 0, MPI_COMM_WORLD), MPI_SUCCESS);
