@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "timing.hpp"
+
 namespace dtmpi::bench {
 namespace {
 
@@ -411,10 +413,6 @@ int bench_halo(int argc, char** argv) {
     if (chosen[k]->name.rfind("limit", 0) == 0)
       for (int it = 0; it < o.iters; ++it)
         round_limit[static_cast<size_t>(it)] = std::min(round_limit[static_cast<size_t>(it)], times[k][static_cast<size_t>(it)]);
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
   std::vector<Result> results;
   for (size_t k = 0; k < chosen.size(); ++k) {
     std::vector<double> ratios;

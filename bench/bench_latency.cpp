@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "timing.hpp"
+
 namespace dtmpi::bench {
 
 namespace {
@@ -35,11 +37,6 @@ constexpr int kCostRounds = 9;
 struct CallCosts {
   double isend = 0, test = 0, testsome = 0, tests = 0;  // seconds per call
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Rank 0 times the calls; rank 1 receives the control messages afterwards.
 // The receives tested are posted on a tag nobody sends to, then cancelled.

@@ -25,12 +25,18 @@ long calibrate(const std::function<void()>& op, double min_sample_s) {
   }
 }
 
-Timing summarize(std::vector<double> per_op) {
-  std::sort(per_op.begin(), per_op.end());
-  const double med = per_op[per_op.size() / 2];
-  return Timing{med, med > 0 ? (per_op.back() - per_op.front()) / med : 0.0};
+Timing summarize(const std::vector<double>& per_op) {
+  const double med = median(per_op);
+  const auto [lo, hi] = std::minmax_element(per_op.begin(), per_op.end());
+  return Timing{med, med > 0 ? (*hi - *lo) / med : 0.0};
 }
 }  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& ops,
                                      double min_sample_s, int samples) {

@@ -11,6 +11,9 @@ struct Timing {
   double spread;    // (max - min) / median over the samples
 };
 
+// The median of `v` (the upper one of an even count); 0 for none.
+double median(std::vector<double> v);
+
 Timing time_op(const std::function<void()>& op, double min_sample_s = 0.02, int samples = 5);
 
 // Several operations measured in alternation (sample k of every op before

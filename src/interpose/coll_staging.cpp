@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
-#include "runtime/system_info.hpp"
 #include "transport/transfer.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -210,11 +209,7 @@ int StagedCall::finish() { return stage_recv ? unstage(recv, rs) : MPI_SUCCESS; 
 
 bool prepare(StagedCall& c, InPlace in_place, int& rc) {
   c.stage_send = needs_staging(c.send, c.ss);
-  // host receive sides as point-to-point receives (runtime::host_receive_direct):
-  // where the system MPI unpacks the senders' packed bytes with the
-  // receiver's types in its own copy, they are not staged
-  c.stage_recv = needs_staging(c.recv, c.rs,
-                               rt::host_receive_direct() ? HostPacking::kNever : HostPacking::kWhereBetter);
+  c.stage_recv = needs_staging(c.recv, c.rs, receive_packing());  // host sides as point-to-point receives
   if (!c.stage_send && !c.stage_recv) return false;
   rt::count(rt::Counter::kStagedCollectives);
   if (c.stage_send) rc = stage(c.send, InPlace::all(), c.ss);

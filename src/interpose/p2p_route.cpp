@@ -58,19 +58,17 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   return b.bytes <= INT32_MAX;
 }
 
+HostPacking receive_packing() {
+  return rt::host_receive_direct() ? HostPacking::kNever : HostPacking::kWhereBetter;
+}
+
 bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_t multi_min) {
-  // Host receive buffers of types dtmpi packs on the sending side: with
-  // runtime::host_receive_direct() they are not staged (MPI_PACKED matches any type,
-  // MPI-4.1 sec. 3.3.1) and the system MPI unpacks from its own transport
-  // buffers in the copy it makes anyway, where landing the bytes and unpacking
-  // them after costs a third copy (and, above the eager limit, a single-copy
-  // transfer whose page pinning is not free). Open MPI 4.1: the 16^3-64^3
-  // halo at 1.0-1.7x the system MPI's speed instead of 0.65-1.25x; MPICH 4.0
-  // unpacks such a message into a type of small blocks 2-5x slower than it
-  // lands it (halo 0.35-0.5x), so it stays staged there
+  // Host buffers are staged here only where receive_packing() says so: else
+  // the system MPI unpacks the sender's packed bytes (MPI_PACKED matches any
+  // type, MPI-4.1 sec. 3.3.1) in the copy it makes anyway, one copy fewer
   // (bench/results/halo-cpu-host-recv-2026-11-23.txt). The host test mode
   // always stages, to run the staged protocol without GPUs.
-  if (must_stage(buf, count, type, r.buffer, rt::host_receive_direct() ? HostPacking::kNever : HostPacking::kWhereBetter)) {
+  if (must_stage(buf, count, type, r.buffer, receive_packing())) {
     r.staged = true;
     r.multi = r.buffer.bytes >= multi_min && transport::descriptors_possible();
     return true;

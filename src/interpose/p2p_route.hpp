@@ -19,6 +19,10 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
 // Whether a buffer of `type` could be staged at all in this process, without
 // looking at the buffer: false lets a caller skip all staging work.
 bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
+// The host packing rule of receive buffers (point to point and the receive
+// sides of collectives): kNever where the system MPI unpacks the senders'
+// packed bytes with the receiver's own datatype (runtime::host_receive_direct).
+HostPacking receive_packing();
 
 struct RecvRoute {
   transport::UserBuffer buffer;
