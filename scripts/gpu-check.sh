@@ -89,8 +89,8 @@ if [ "$what" = trace ]; then
 fi
 
 if [ "$what" = issue4 ]; then
-  step "issue 4 rows: dtmpi-bench pingpong --gpu --quick, 1 MiB and 64 MiB objects"
-  for f in "1024 KiB" "65536 KiB"; do
+  step "issue 4 rows: dtmpi-bench pingpong --gpu --quick, 1, 4 and 64 MiB objects"
+  for f in "1024 KiB" "4096 KiB" "65536 KiB"; do
     mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn"
   done | tee "$out/gpu-pingpong-issue4.txt"
 fi

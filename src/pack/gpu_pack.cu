@@ -167,9 +167,17 @@ int sm_count(int device) {
   return cached[device];
 }
 
-unsigned grid_for(uint64_t total, int device) {
+// A gated kernel (one waiting for a peer's counter) is capped at
+// kGatedBlocksPerSm thread blocks per SM: its blocks hold their SM slots while
+// they wait, and a full grid of them would keep every other kernel of this
+// GPU -- this rank's own packs, which the late peer may itself be waiting
+// for -- from starting until the gate opens. A quarter of the SM's threads
+// still keeps enough loads in flight for reads over NVLink.
+constexpr int kGatedBlocksPerSm = 2;
+
+unsigned grid_for(uint64_t total, int device, bool gated = false) {
   const uint64_t want = (total + kThreads - 1) / kThreads;
-  const uint64_t cap = static_cast<uint64_t>(sm_count(device)) * 16;
+  const uint64_t cap = static_cast<uint64_t>(sm_count(device)) * (gated ? kGatedBlocksPerSm : 16);
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min(want, cap)));
 }
 
@@ -183,7 +191,7 @@ int word_for(uint64_t bits) {
 template <typename Word, bool kPack, typename Index, int kDims>
 void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total, const Gate& gate,
                     int device, cudaStream_t s) {
-  strided_kernel<Word, kPack, Index, kDims><<<grid_for((total + kUnroll - 1) / kUnroll, device), kThreads, 0, s>>>(
+  strided_kernel<Word, kPack, Index, kDims><<<grid_for((total + kUnroll - 1) / kUnroll, device, gate.word != nullptr), kThreads, 0, s>>>(
       shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb),
       static_cast<Index>(total), gate);
 }
@@ -340,7 +348,7 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
   for (int d = 0; d < a.ndims; ++d) outer *= a.count[d];
   const int w = word_for(bits);
   const uint64_t total = static_cast<uint64_t>(a.body_bytes * outer / w);
-  const unsigned grid = grid_for(total, device);
+  const unsigned grid = grid_for(total, device, gate.word != nullptr);
   switch (w) {
     case 16: block_list_kernel<uint4, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
     case 8: block_list_kernel<uint2, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
