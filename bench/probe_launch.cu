@@ -11,6 +11,22 @@
 #include <vector>
 
 __global__ void empty_kernel() {}
+
+// A 16-byte-word copy; with `flag`, the last thread block to finish raises it
+// (system-scope release after a fence), with no stream operation after the kernel.
+__global__ void copy_kernel(const uint4* src, uint4* dst, size_t n, unsigned* blocks_done, volatile unsigned* flag,
+                            unsigned value) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    dst[i] = src[i];
+  if (!flag) return;
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(blocks_done, 1u) == gridDim.x - 1) {
+    *blocks_done = 0;
+    __threadfence_system();
+    *flag = value;
+  }
+}
 struct Args {
   long long v[24];
 };
@@ -72,6 +88,67 @@ int main() {
   std::printf("%-40s %8.2f\n", "empty kernel + cudaStreamSynchronize", median_us([&] {
                 empty_kernel<<<1, 32, 0, nb>>>();
                 cudaStreamSynchronize(nb);
+              }, nb));
+  // end to end: when a host spinning on a mapped flag sees a 1 MiB copy kernel
+  // done, the flag raised by a stream operation after it or by the kernel itself
+  unsigned* host_flag;
+  cudaHostAlloc(&host_flag, sizeof(unsigned), cudaHostAllocMapped);
+  unsigned* dev_flag;
+  cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), host_flag, 0);
+  unsigned* blocks_done;
+  cudaMalloc(&blocks_done, sizeof(unsigned));
+  cudaMemset(blocks_done, 0, sizeof(unsigned));
+  *reinterpret_cast<volatile unsigned*>(host_flag) = 0;
+  unsigned seq = 0;
+  const size_t words = (1 << 20) / 16;
+  auto spin = [&](unsigned v) {
+    while (*reinterpret_cast<volatile unsigned*>(host_flag) != v) {
+    }
+  };
+  for (unsigned grid : {64u, 264u}) {
+    std::printf("copy 1 MiB (%3u blocks) + cuStreamWriteValue32, host sees flag  %8.2f\n", grid, median_us([&] {
+                  copy_kernel<<<grid, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
+                                                    nullptr, nullptr, 0);
+                  cuStreamWriteValue32(reinterpret_cast<CUstream>(nb), reinterpret_cast<CUdeviceptr>(dev_flag), ++seq, 0);
+                  spin(seq);
+                }, nb));
+    std::printf("copy 1 MiB (%3u blocks) raising the flag itself, host sees it    %8.2f\n", grid, median_us([&] {
+                  copy_kernel<<<grid, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
+                                                    blocks_done, dev_flag, ++seq);
+                  spin(seq);
+                }, nb));
+  }
+  std::printf("%-40s %8.2f\n", "empty kernel + cuStreamWriteValue32, spin", median_us([&] {
+                empty_kernel<<<1, 32, 0, nb>>>();
+                cuStreamWriteValue32(reinterpret_cast<CUstream>(nb), reinterpret_cast<CUdeviceptr>(dev_flag), ++seq, 0);
+                spin(seq);
+              }, nb));
+  // a kernel on stream B gated on a word that stream A's work raises: by a
+  // stream write after A's copy, or by A's copy kernel itself
+  cudaStream_t nb2;
+  cudaStreamCreateWithFlags(&nb2, cudaStreamNonBlocking);
+  std::printf("%-40s %8.2f\n", "copy(A) + write(A) -> wait(B) + copy(B)", median_us([&] {
+                ++seq;
+                cuStreamWaitValue32(reinterpret_cast<CUstream>(nb2), reinterpret_cast<CUdeviceptr>(dev_flag), seq,
+                                    CU_STREAM_WAIT_VALUE_GEQ);
+                copy_kernel<<<64, 256, 0, nb2>>>(reinterpret_cast<uint4*>(b), reinterpret_cast<uint4*>(a), words,
+                                                 nullptr, nullptr, 0);
+                cudaEventRecord(ev, nb2);
+                copy_kernel<<<64, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
+                                                nullptr, nullptr, 0);
+                cuStreamWriteValue32(reinterpret_cast<CUstream>(nb), reinterpret_cast<CUdeviceptr>(dev_flag), seq, 0);
+                cudaEventSynchronize(ev);
+              }, nb));
+  std::printf("%-40s %8.2f\n", "copy(A) raising -> wait(B) + copy(B)", median_us([&] {
+                ++seq;
+                cuStreamWaitValue32(reinterpret_cast<CUstream>(nb2), reinterpret_cast<CUdeviceptr>(dev_flag), seq,
+                                    CU_STREAM_WAIT_VALUE_GEQ);
+                copy_kernel<<<64, 256, 0, nb2>>>(reinterpret_cast<uint4*>(b), reinterpret_cast<uint4*>(a), words,
+                                                 nullptr, nullptr, 0);
+                cudaEventRecord(ev, nb2);
+                copy_kernel<<<64, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
+                                                blocks_done, dev_flag, seq);
+                cudaEventSynchronize(ev);
               }, nb));
   return 0;
 }

@@ -3,11 +3,13 @@
 each step (a trace point following another, on any rank), how often it
 occurred and its median / 10th / 90th percentile duration in microseconds.
 
-  tools/trace_timeline.py PREFIX [--last N] [--raw] [--by-total]
+  tools/trace_timeline.py PREFIX [--last N] [--raw] [--by-total] [--slow US]
 
 --last N keeps only the last N points of the merged timeline (the steady
 state of a benchmark); --raw prints the merged points themselves; --by-total
-lists the steps by the time they add up to (count x duration), largest first."""
+lists the steps by the time they add up to (count x duration), largest first;
+--slow US lists, rank by rank, every gap of more than US microseconds between
+two consecutive points of that rank (where a rare stall hides)."""
 import glob
 import statistics
 import sys
@@ -29,6 +31,19 @@ def main():
     points.sort()
     if last:
         points = points[-last:]
+    if "--slow" in args:
+        limit = float(args[args.index("--slow") + 1])
+        t0 = points[0][0] if points else 0
+        by_rank = {}
+        for ns, rank, label in points:
+            by_rank.setdefault(rank, []).append((ns, label))
+        for rank in sorted(by_rank):
+            pts = by_rank[rank]
+            for (a_ns, a_label), (b_ns, b_label) in zip(pts, pts[1:]):
+                gap = (b_ns - a_ns) / 1e3
+                if gap > limit:
+                    print(f"rank {rank} at {(a_ns - t0) / 1e3:12.2f} us: {gap:9.2f} us  {a_label} -> {b_label}")
+        return 0
     if "--raw" in args:
         t0 = points[0][0] if points else 0
         for ns, rank, label in points:

@@ -28,9 +28,11 @@ enum class Mode { kStandard, kSynchronous, kBuffered };
 
 // Packs a single-message send into a new staging buffer.
 int stage_send(const tp::UserBuffer& b, bool via_device, rt::Staging& out, MPI_Comm comm) {
+  DTMPI_TRACE("send: one message");
   auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
   if (!st) return raise(comm, MPI_ERR_NO_MEM);
   out = st.value();
+  DTMPI_TRACE("send: staging acquired");
   rt::count(rt::Counter::kStagedSends);
   auto ok = rt::stage_out(*b.plan, b.count, b.ptr, b.info, out, via_device);
   if (!ok) {
@@ -210,6 +212,7 @@ int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, tp::Sta
                         MPI_Comm comm, MPI_Request* request) {                                         \
     DTMPI_TRACE(#NAME ": entry");                                                                      \
     tp::poll();                                                                                        \
+    DTMPI_TRACE(#NAME ": polled");                                                                     \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, request);    \
     return REAL(NAME)(buf, count, datatype, dest, tag, comm, request);                                 \

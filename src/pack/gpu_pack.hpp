@@ -16,14 +16,16 @@ using GpuStream = CUstream_st*;  // a cudaStream_t
 
 Status pack_device(const type::PackPlan& plan, int64_t count, const void* user, void* packed,
                    int device, GpuStream stream);
-// A wait for another GPU's ready counter done by the unpack kernel itself:
+// A wait for a producer's ready counter done by the unpack kernel itself:
 // the first thread of every thread block polls `word` (a system-scope acquire
 // load) until it holds at least `value` (the cyclic comparison of a stream
 // wait), then the block proceeds. A stream wait that is not yet satisfied
 // when the GPU reaches it is re-checked only every several microseconds; a
-// polling kernel sees the write about a microsecond after it lands. Only for
-// producers on another GPU (a kernel spinning for work of a process sharing
-// its GPU would hold the GPU for a whole time slice).
+// polling kernel sees the write about a microsecond after it lands. A gated
+// launch takes at most two thread blocks per SM, so the producer's kernels
+// find room beside it. Only for producers on another GPU or in this process
+// (a kernel spinning for work of another process sharing its GPU would hold
+// the GPU for a whole time slice).
 struct Gate {
   const void* word = nullptr;  // null: no gate
   uint64_t value = 0;

@@ -26,6 +26,7 @@
 #include "runtime/config.hpp"
 #include "runtime/gpu_internal.hpp"
 #include "runtime/host_pool.hpp"
+#include "runtime/stats.hpp"
 
 namespace dtmpi::runtime {
 namespace {
@@ -306,6 +307,7 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
     return ok_status();
   }
   if (direct) {
+    DTMPI_TRACE("gpu: pack launching (synchronous)");
     DTMPI_TRY(pack::pack_device(plan, count, user, direct, ui.device, s.value()));
     DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();
@@ -361,6 +363,7 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
 }
 
 Result<Staging> acquire_staging(size_t bytes) {
+  count(Counter::kStagingAcquired);
   Staging s;
   if (!gpu().enabled) {
     const HostBuffer h = host_pool_acquire(bytes);
@@ -381,6 +384,7 @@ Result<Staging> acquire_staging(size_t bytes) {
 
 void release_staging(Staging& s) {
   if (!s.ptr) return;
+  count(Counter::kStagingReleased);
   if (s.pinned)
     pinned_pool().release(PooledBuffer{s.ptr, s.capacity, s.cls});
   else

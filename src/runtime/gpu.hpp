@@ -199,8 +199,9 @@ void ipc_signal_release(IpcSignal& s);
 // Queued on the receive stream of `device`, before the reads it guards.
 // `local`: the signal is this process's own (a message to itself).
 Status ipc_signal_wait(int peer, const IpcSignal& s, int device, bool local = false);
-// Where a counter signal's word is mapped on `device` (for a KernelGate).
-Result<const void*> ipc_signal_word(int peer, const IpcSignal& s, int device);
+// Where a counter signal's word is mapped on `device` (for a KernelGate);
+// `local` as for ipc_signal_wait.
+Result<const void*> ipc_signal_word(int peer, const IpcSignal& s, int device, bool local = false);
 // A 64-bit identity of GPU `device` (a hash of its UUID; 0 if unknown): tells
 // whether a peer's signal comes from another GPU.
 uint64_t gpu_identity(int device);

@@ -9,6 +9,7 @@
 
 #include "pack/cpu_pack.hpp"
 #include "runtime/host_pool.hpp"
+#include "runtime/stats.hpp"
 
 namespace dtmpi::runtime {
 
@@ -23,6 +24,7 @@ Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
 Result<Staging> acquire_staging(size_t bytes) {
+  count(Counter::kStagingAcquired);
   const HostBuffer h = host_pool_acquire(bytes);
   if (!h.ptr) return Error{MPI_ERR_NO_MEM, "staging buffer"};
   Staging s;
@@ -32,6 +34,8 @@ Result<Staging> acquire_staging(size_t bytes) {
   return s;
 }
 void release_staging(Staging& s) {
+  if (!s.ptr) return;
+  count(Counter::kStagingReleased);
   host_pool_release(HostBuffer{s.ptr, s.capacity, s.cls});
   s.ptr = nullptr;
 }
@@ -87,7 +91,7 @@ Result<IpcSignal> ipc_signal_raise(int) { return Error{kErrUnsupported, "built w
 Result<IpcSignal> ipc_signal_reserve(int) { return Error{kErrUnsupported, "built without CUDA"}; }
 Status ipc_signal_commit(const IpcSignal&) { return ok_status(); }
 void ipc_signal_release(IpcSignal&) {}
-Result<const void*> ipc_signal_word(int, const IpcSignal&, int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<const void*> ipc_signal_word(int, const IpcSignal&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 uint64_t gpu_identity(int) { return 0; }
 Status ipc_signal_wait(int, const IpcSignal&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {

@@ -255,9 +255,9 @@ Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
   return ok_status();
 }
 
-Result<const void*> ipc_signal_word(int peer, const IpcSignal& sig, int device) {
+Result<const void*> ipc_signal_word(int peer, const IpcSignal& sig, int device, bool local) {
   if (sig.kind != IpcSignal::Kind::kCounter) return Error{kErrUnsupported, "not a counter signal"};
-  return ipc_open(peer, counter_region(sig), device, false);
+  return ipc_open(peer, counter_region(sig), device, local);
 }
 
 void release_ipc_signals() {

@@ -23,6 +23,8 @@ enum class Counter : int {
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI
   kStagedCollectives,  // collectives whose buffers dtmpi staged
   kP2pCollectives,     // of those, exchanged point to point through dtmpi
+  kStagingAcquired,    // staging buffers lent (acquire_staging) ...
+  kStagingReleased,    // ... and returned: the difference at exit shows a leak
   kPackedBytes,
   kCount
 };

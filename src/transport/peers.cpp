@@ -25,6 +25,9 @@ struct PeerFacts {
 
 std::mutex g_no_ipc_mu;
 std::vector<int> g_no_ipc;  // peers whose IPC regions could not be mapped
+std::mutex g_read_mu;
+std::vector<int> g_read_by;  // peers that have read one of our IPC regions (sorted)
+std::atomic<bool> g_any_read{false};
 
 struct Peers {
   bool ready = false;
@@ -166,6 +169,19 @@ bool ipc_possible(int w) {
 void mark_no_ipc(int w) {
   std::lock_guard lock(g_no_ipc_mu);
   if (std::find(g_no_ipc.begin(), g_no_ipc.end(), w) == g_no_ipc.end()) g_no_ipc.push_back(w);
+}
+
+void mark_ipc_read_by(int w) {
+  std::lock_guard lock(g_read_mu);
+  auto at = std::lower_bound(g_read_by.begin(), g_read_by.end(), w);
+  if (at == g_read_by.end() || *at != w) g_read_by.insert(at, w);
+  g_any_read.store(true, std::memory_order_release);
+}
+
+bool ipc_read_by(int w) {
+  if (!g_any_read.load(std::memory_order_acquire)) return false;
+  std::lock_guard lock(g_read_mu);
+  return std::binary_search(g_read_by.begin(), g_read_by.end(), w);
 }
 
 int32_t next_transfer_id() {

@@ -251,13 +251,17 @@ bool ReceiveOp::read_over_ipc() {
   // unpack kernel of a receive up to DTMPI_GATED_UNPACK_MAX bytes polls its
   // ready counter (pack::Gate), where a stream wait would be re-checked too
   // rarely; larger ones wait with a stream wait (its re-check interval is lost
-  // in their transfer time) and, when contiguous, keep the copy engine; a
-  // process sharing this GPU is never spun against (its kernels could not run
-  // meanwhile)
+  // in their transfer time) and, when contiguous, keep the copy engine. A
+  // message to itself on one GPU is gated too: its pack, queued earlier on
+  // this process's transfer stream, finds SMs free beside the gated kernel
+  // (capped per SM, pack::Gate). Another process sharing this GPU is never spun
+  // against (without MPS its kernels could not run meanwhile).
   rt::KernelGate gate;
-  if (d_.ready.kind == rt::IpcSignal::Kind::kCounter && rt::on_gpu(b_.info) && !local && d_.ready.gpu != 0 &&
-      d_.ready.gpu != rt::gpu_identity(device) && d_.total_bytes <= rt::config().gated_unpack_max) {
-    if (auto word = rt::ipc_signal_word(d_.sender_world, d_.ready, device)) gate = {word.value(), d_.ready.value};
+  const bool other_gpu = d_.ready.gpu != 0 && d_.ready.gpu != rt::gpu_identity(device);
+  if (d_.ready.kind == rt::IpcSignal::Kind::kCounter && rt::on_gpu(b_.info) && local != other_gpu &&
+      d_.total_bytes <= rt::config().gated_unpack_max) {
+    if (auto word = rt::ipc_signal_word(d_.sender_world, d_.ready, device, local))
+      gate = {word.value(), d_.ready.value};
   }
   if (!gate.word && d_.ready.kind != rt::IpcSignal::Kind::kNone) {
     auto w = rt::ipc_signal_wait(d_.sender_world, d_.ready, device, local);

@@ -40,6 +40,9 @@ class SendTail final : public Operation {
   int32_t ack = 0;
   MPI_Request ack_req = MPI_REQUEST_NULL;
   bool announced = false;  // the descriptor went out: the receiver may read `device` until its Ack
+  // the application's request (or blocking call) completes with this tail,
+  // at the receiver's answer: see finish_send
+  bool answers_request = false;
   // send_in_place: the bytes the receiver reads where they lie (not ours to
   // release), and the descriptor's buffer, kept until its request is done
   const void* in_place = nullptr;
@@ -53,6 +56,7 @@ bool SendTail::step() {
     PMPI_Test(&ack_req, &flag, MPI_STATUS_IGNORE);
     if (!flag) return false;
     DTMPI_TRACE("send: ack received");
+    if (static_cast<Ack>(ack) == Ack::kRead) mark_ipc_read_by(peer_world);
     if (static_cast<Ack>(ack) == Ack::kSendPayload) {
       // the receiver cannot map this over IPC: the packed bytes go to it on
       // the private communicator, and later transfers to it are pipelined
@@ -205,6 +209,23 @@ int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest,
   return rc;
 }
 
+// Makes the tail answer for the application's request: it takes the posted
+// descriptor (its request, its buffer) and the marker of the GPU work reading
+// the application's buffer. Used until the receiver has once read one of our
+// IPC regions: a receiver that cannot map them answers "send the payload",
+// which only this rank can do -- and an application whose request completed
+// at the descriptor may by then block in a call dtmpi never sees (a barrier
+// of the system MPI) while its peer waits for the payload. Waiting for the
+// answer inside this rank's own request keeps both in dtmpi until it is
+// given. (The host test mode, whose receivers never map, always takes it.)
+int hand_to_tail(SendTail& tail, MPI_Request descriptor_request, rt::Staging buf, rt::GpuMarker reading) {
+  tail.reqs.push_back(descriptor_request);
+  tail.descriptor_buf = buf;
+  if (reading) tail.markers.push_back(reading);
+  tail.answers_request = true;
+  return MPI_SUCCESS;
+}
+
 // Posts the receive of the receiver's Ack and the descriptor (an IPC
 // transfer's announcement) without waiting; the ack receive is withdrawn if
 // the descriptor cannot be posted.
@@ -299,6 +320,7 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     complete_descriptor(r, buf, nullptr, nullptr);
     return MPI_ERR_OTHER;
   }
+  if (!ipc_read_by(d.receiver_world)) return hand_to_tail(tail, r, buf, reading ? reading.value() : nullptr);
   return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
 }
 
@@ -447,10 +469,16 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
       MPI_Request r = MPI_REQUEST_NULL;
       rt::Staging buf;
       rc = announce(*tail, d, dest, tag, comm, synchronous, &r, buf);
-      if (rc == MPI_SUCCESS) rc = complete_descriptor(r, buf, nullptr, request);
+      if (rc == MPI_SUCCESS)
+        rc = ipc_read_by(dest_world) ? complete_descriptor(r, buf, nullptr, request)
+                                     : hand_to_tail(*tail, r, buf, nullptr);
     } else {
       return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
     }
+  }
+  if (rc == MPI_SUCCESS && tail->answers_request) {
+    if (request) return start_with_request(std::move(tail), request);
+    return run(*tail, MPI_STATUS_IGNORE);
   }
   if (rc == MPI_SUCCESS || tail->announced || !tail->reqs.empty()) start_background(std::move(tail));
   return rc;

@@ -7,11 +7,15 @@
 // descriptor then lands in the user's own buffer and must be recognized
 // there); senders send derived types or plain packed bytes. Wildcards, many
 // outstanding requests completed out of order, non-overtaking, truncation,
-// cancel, synchronous and buffered modes, Sendrecv_replace, Request_free.
+// cancel, synchronous and buffered modes, Sendrecv_replace, Request_free, a
+// sender blocked in the system MPI while its receiver needs it.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -357,6 +361,43 @@ TEST(MultiMessageP2P, RequestFreeOfSend) {
   for (int i = 0; i < 32768; ++i) ASSERT_EQ(dst[static_cast<size_t>(2 * i)], left * 1000000 + 2 * i);
   MPI_Type_free(&vec);
   barrier();
+}
+
+// A sender whose send completed may block in a call of the system MPI that
+// dtmpi never sees (PMPI_Barrier here) while its receiver only then takes the
+// descriptor: in the IPC-fallback mode the receiver asks the sender for the
+// payload, so the send must not have completed before that answer (it hung
+// before: the send completed at the descriptor's delivery). Blocking and
+// non-blocking sends, both directions; the watchdog turns a hang into a failure.
+TEST(MultiMessageP2P, SenderMayBlockInTheSystemMpi) {
+  const int me = world_rank(), n = world_size();
+  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+  MPI_Datatype vec;
+  MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);
+  MPI_Type_commit(&vec);
+  std::vector<int> src(65536), dst(65536, -1);
+  alarm(60);
+  for (int round = 0; round < 4; ++round) {
+    const int sender = round % 2, receiver = 1 - sender;
+    for (int i = 0; i < 65536; ++i) src[static_cast<size_t>(i)] = round * 1000000 + i;
+    std::fill(dst.begin(), dst.end(), -1);
+    if (me == sender) {
+      if (round < 2) {
+        ASSERT_EQ(MPI_Send(src.data(), 1, vec, receiver, 40 + round, MPI_COMM_WORLD), MPI_SUCCESS);
+      } else {
+        MPI_Request r;
+        ASSERT_EQ(MPI_Isend(src.data(), 1, vec, receiver, 40 + round, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+        ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      }
+    } else if (me == receiver) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the sender is in the barrier by now
+      ASSERT_EQ(MPI_Recv(dst.data(), 1, vec, sender, 40 + round, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      for (int i = 0; i < 32768; ++i) ASSERT_EQ(dst[static_cast<size_t>(2 * i)], round * 1000000 + 2 * i);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+  }
+  alarm(0);
+  MPI_Type_free(&vec);
 }
 
 // A probe reports a multi-message transfer with its real size, as often as
