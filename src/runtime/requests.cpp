@@ -26,11 +26,50 @@ Table& table() {
 
 }  // namespace
 
+namespace {
+
+// The GPU work and buffers of a send whose request handle a newer send took
+// over: waited for and returned now.
+void finish_shadowed(PendingOp& op) {
+  if (op.kind == PendingOp::Kind::kRecv)  // receives never share a handle; nothing to unpack into here
+    DTMPI_LOG(kError, "a receive's request handle was reused while in flight: its data is lost");
+  if (op.kind == PendingOp::Kind::kCompletion && op.completion) op.completion->finish();
+  if (op.reading) {
+    if (auto done = wait_marker(op.reading); !done)
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
+    release_marker(op.reading);
+  }
+  release_staging(op.staging);
+  release_device_buffer(op.device);
+}
+
+}  // namespace
+
+// A handle can be in flight twice: Open MPI 4 returns one static request
+// (ompi_request_empty) for every send it completed inline, so two tracked
+// sends may share it. The one tracked first is then finished at once (it is
+// complete as far as the system MPI goes; its pack is waited for), and the
+// newer one answers for the handle: whichever of the application's equal
+// handles is completed first finishes it, so no send's GPU work is left
+// unwaited (it was: the older op was overwritten, its staging leaked and its
+// pack not waited for).
 void track(MPI_Request req, PendingOp op) {
   auto& t = table();
-  std::lock_guard lock(t.mu);
-  t.ops[req] = std::move(op);
-  g_tracked.fetch_add(1, std::memory_order_relaxed);
+  PendingOp shadowed;
+  bool shared = false;
+  {
+    std::lock_guard lock(t.mu);
+    auto it = t.ops.find(req);
+    if (it == t.ops.end()) {
+      t.ops.emplace(req, std::move(op));
+      g_tracked.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      shadowed = std::move(it->second);
+      it->second = std::move(op);
+      shared = true;
+    }
+  }
+  if (shared) finish_shadowed(shadowed);
 }
 
 bool is_tracked(MPI_Request req) {

@@ -400,6 +400,41 @@ TEST(MultiMessageP2P, SenderMayBlockInTheSystemMpi) {
   MPI_Type_free(&vec);
 }
 
+// Small staged sends that Open MPI completes inline all get one static
+// request handle (ompi_request_empty); several in flight at once must not
+// lose each other's staging buffers (they leaked: the older was overwritten).
+TEST(MultiMessageP2P, SharedRequestHandlesLeakNothing) {
+  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
+  MPI_Datatype vec;
+  MPI_Type_vector(64, 1, 2, MPI_INT, &vec);  // 256 B packed, blocks of 4 B: staged by dtmpi
+  MPI_Type_commit(&vec);
+  constexpr int kSends = 16;
+  std::vector<std::vector<int>> src(kSends, std::vector<int>(128)), dst(kSends, std::vector<int>(128, -1));
+  barrier();
+  const uint64_t lent0 = stat_value("staging buffers lent "), returned0 = stat_value(", returned ");
+  std::vector<MPI_Request> reqs;
+  for (int k = 0; k < kSends; ++k) {
+    for (int i = 0; i < 128; ++i) src[static_cast<size_t>(k)][static_cast<size_t>(i)] = me * 100000 + k * 1000 + i;
+    reqs.emplace_back();
+    ASSERT_EQ(MPI_Irecv(dst[static_cast<size_t>(k)].data(), 1, vec, left, 50 + k, MPI_COMM_WORLD, &reqs.back()),
+              MPI_SUCCESS);
+  }
+  for (int k = 0; k < kSends; ++k) {
+    reqs.emplace_back();
+    ASSERT_EQ(MPI_Isend(src[static_cast<size_t>(k)].data(), 1, vec, right, 50 + k, MPI_COMM_WORLD, &reqs.back()),
+              MPI_SUCCESS);
+  }
+  ASSERT_EQ(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  for (int k = 0; k < kSends; ++k)
+    for (int i = 0; i < 64; ++i)
+      ASSERT_EQ(dst[static_cast<size_t>(k)][static_cast<size_t>(2 * i)], left * 100000 + k * 1000 + 2 * i);
+  barrier();
+  const uint64_t lent = stat_value("staging buffers lent "), returned = stat_value(", returned ");
+  EXPECT_GT(lent, lent0);  // the sends were staged (else the test proves nothing)
+  EXPECT_EQ(lent - lent0, returned - returned0);
+  MPI_Type_free(&vec);
+}
+
 // A probe reports a multi-message transfer with its real size, as often as
 // asked, and the receive that follows gets it; a raw message of exactly a
 // descriptor's size (which a probe must read to tell apart) arrives intact
