@@ -15,7 +15,7 @@ namespace {
 
 struct Table {
   std::mutex mu;
-  std::unordered_map<MPI_Request, PendingOp> ops;
+  std::unordered_multimap<MPI_Request, PendingOp> ops;
   std::vector<std::pair<MPI_Request, PendingOp>> detached;  // freed by the app
 };
 
@@ -26,50 +26,18 @@ Table& table() {
 
 }  // namespace
 
-namespace {
-
-// The GPU work and buffers of a send whose request handle a newer send took
-// over: waited for and returned now.
-void finish_shadowed(PendingOp& op) {
-  if (op.kind == PendingOp::Kind::kRecv)  // receives never share a handle; nothing to unpack into here
-    DTMPI_LOG(kError, "a receive's request handle was reused while in flight: its data is lost");
-  if (op.kind == PendingOp::Kind::kCompletion && op.completion) op.completion->finish();
-  if (op.reading) {
-    if (auto done = wait_marker(op.reading); !done)
-      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
-    release_marker(op.reading);
-  }
-  release_staging(op.staging);
-  release_device_buffer(op.device);
-}
-
-}  // namespace
-
-// A handle can be in flight twice: Open MPI 4 returns one static request
-// (ompi_request_empty) for every send it completed inline, so two tracked
-// sends may share it. The one tracked first is then finished at once (it is
-// complete as far as the system MPI goes; its pack is waited for), and the
-// newer one answers for the handle: whichever of the application's equal
-// handles is completed first finishes it, so no send's GPU work is left
-// unwaited (it was: the older op was overwritten, its staging leaked and its
-// pack not waited for).
+// A handle can be in flight more than once: Open MPI 4 returns one static
+// request (ompi_request_empty) for every send it completed inline, so several
+// tracked sends may share it (a map overwrote the older: its staging leaked
+// and its pack was not waited for). All ops under a handle are finished
+// together, when the application completes any request with that handle: the
+// others are complete as far as the system MPI goes, and waiting for their
+// packs as well only waits for work queued on the same stream anyway.
 void track(MPI_Request req, PendingOp op) {
   auto& t = table();
-  PendingOp shadowed;
-  bool shared = false;
-  {
-    std::lock_guard lock(t.mu);
-    auto it = t.ops.find(req);
-    if (it == t.ops.end()) {
-      t.ops.emplace(req, std::move(op));
-      g_tracked.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      shadowed = std::move(it->second);
-      it->second = std::move(op);
-      shared = true;
-    }
-  }
-  if (shared) finish_shadowed(shadowed);
+  std::lock_guard lock(t.mu);
+  t.ops.emplace(req, std::move(op));
+  g_tracked.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool is_tracked(MPI_Request req) {
@@ -114,40 +82,52 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
   return MPI_SUCCESS;
 }
 
+namespace {
+
+// Removes every op tracked under `req` (see track) from `ops`.
+std::vector<PendingOp> take_all(std::unordered_multimap<MPI_Request, PendingOp>& ops, MPI_Request req) {
+  std::vector<PendingOp> out;
+  auto [first, last] = ops.equal_range(req);
+  for (auto it = first; it != last; ++it) out.push_back(std::move(it->second));
+  ops.erase(first, last);
+  return out;
+}
+
+}  // namespace
+
 int finish_tracked(MPI_Request req, MPI_Status* status) {
-  PendingOp op;
+  std::vector<PendingOp> ops;
   {
     auto& t = table();
     std::lock_guard lock(t.mu);
-    auto it = t.ops.find(req);
-    if (it == t.ops.end()) return MPI_SUCCESS;
-    op = std::move(it->second);
-    t.ops.erase(it);
-    g_tracked.fetch_sub(1, std::memory_order_relaxed);
+    ops = take_all(t.ops, req);
+    g_tracked.fetch_sub(static_cast<int64_t>(ops.size()), std::memory_order_relaxed);
   }
   int rc = MPI_SUCCESS;
-  if (op.kind == PendingOp::Kind::kRecv) rc = finish_receive(op, status);
-  if (op.kind == PendingOp::Kind::kCompletion && op.completion) rc = op.completion->finish();
-  if (op.reading) {
-    if (auto done = wait_marker(op.reading); !done) {
-      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
-      rc = MPI_ERR_OTHER;
+  for (auto& op : ops) {
+    int orc = MPI_SUCCESS;
+    if (op.kind == PendingOp::Kind::kRecv) orc = finish_receive(op, status);
+    if (op.kind == PendingOp::Kind::kCompletion && op.completion) orc = op.completion->finish();
+    if (op.reading) {
+      if (auto done = wait_marker(op.reading); !done) {
+        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
+        orc = MPI_ERR_OTHER;
+      }
+      release_marker(op.reading);
     }
-    release_marker(op.reading);
+    release_staging(op.staging);
+    release_device_buffer(op.device);
+    if (rc == MPI_SUCCESS) rc = orc;
   }
-  release_staging(op.staging);
-  release_device_buffer(op.device);
   return rc;
 }
 
 bool detach(MPI_Request req) {
   auto& t = table();
   std::lock_guard lock(t.mu);
-  auto it = t.ops.find(req);
-  if (it == t.ops.end()) return false;
-  t.detached.emplace_back(req, std::move(it->second));
-  t.ops.erase(it);
-  return true;  // still counted in g_tracked until finished
+  auto ops = take_all(t.ops, req);
+  for (auto& op : ops) t.detached.emplace_back(req, std::move(op));
+  return !ops.empty();  // still counted in g_tracked until finished
 }
 
 bool any_detached() {
