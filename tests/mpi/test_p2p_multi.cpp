@@ -377,6 +377,9 @@ TEST(MultiMessageP2P, SenderMayBlockInTheSystemMpi) {
   MPI_Type_commit(&vec);
   std::vector<int> src(65536), dst(65536, -1);
   alarm(60);
+  struct Disarm {
+    ~Disarm() { alarm(0); }  // also when an assertion returns early
+  } disarm;
   for (int round = 0; round < 4; ++round) {
     const int sender = round % 2, receiver = 1 - sender;
     for (int i = 0; i < 65536; ++i) src[static_cast<size_t>(i)] = round * 1000000 + i;
@@ -396,7 +399,6 @@ TEST(MultiMessageP2P, SenderMayBlockInTheSystemMpi) {
     }
     PMPI_Barrier(MPI_COMM_WORLD);
   }
-  alarm(0);
   MPI_Type_free(&vec);
 }
 
