@@ -7,15 +7,12 @@
 // descriptor then lands in the user's own buffer and must be recognized
 // there); senders send derived types or plain packed bytes. Wildcards, many
 // outstanding requests completed out of order, non-overtaking, truncation,
-// cancel, synchronous and buffered modes, Sendrecv_replace, Request_free, a
-// sender blocked in the system MPI while its receiver needs it.
+// cancel, synchronous and buffered modes, Sendrecv_replace, Request_free
+// (completion rules: test_p2p_multi_completion.cpp, same binary).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -26,21 +23,16 @@
 #include "dtmpi/dtmpi.h"
 
 #include "common/mpi_world.hpp"
+#include "mpi/p2p_multi.hpp"
 
 namespace {
 
+using dtmpi::testing::barrier;
+using dtmpi::testing::stat_value;
 using dtmpi::testing::world_rank;
 using dtmpi::testing::world_size;
 
 constexpr int kMin = 64 * 1024;  // transport::kMultiMin
-
-// A barrier that waits through dtmpi (MPI_Wait runs its progress): in the
-// IPC-fallback mode a sender must enter dtmpi again to send its payload.
-void barrier() {
-  MPI_Request r;
-  MPI_Ibarrier(MPI_COMM_WORLD, &r);
-  MPI_Wait(&r, MPI_STATUS_IGNORE);
-}
 
 // A committed random type with `count` elements of at least `min_bytes`, a
 // buffer filled by `fill`, and its packed bytes by the system MPI.
@@ -92,13 +84,6 @@ void make_large(dtmpi::testing::RandomTypes& gen, int64_t min_bytes, Large& l) {
     }
     dtmpi::testing::free_type(t);
   }
-}
-
-uint64_t stat_value(const char* key) {
-  std::string s = dtmpi_stats();
-  auto at = s.find(key);
-  if (at == std::string::npos) return 0;
-  return std::strtoull(s.c_str() + at + std::strlen(key), nullptr, 10);
 }
 
 // The user's bytes after unpacking `packed` into a poisoned copy of `l`.
@@ -361,80 +346,6 @@ TEST(MultiMessageP2P, RequestFreeOfSend) {
   for (int i = 0; i < 32768; ++i) ASSERT_EQ(dst[static_cast<size_t>(2 * i)], left * 1000000 + 2 * i);
   MPI_Type_free(&vec);
   barrier();
-}
-
-// A sender whose send completed may block in a call of the system MPI that
-// dtmpi never sees (PMPI_Barrier here) while its receiver only then takes the
-// descriptor: in the IPC-fallback mode the receiver asks the sender for the
-// payload, so the send must not have completed before that answer (it hung
-// before: the send completed at the descriptor's delivery). Blocking and
-// non-blocking sends, both directions; the watchdog turns a hang into a failure.
-TEST(MultiMessageP2P, SenderMayBlockInTheSystemMpi) {
-  const int me = world_rank(), n = world_size();
-  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
-  MPI_Datatype vec;
-  MPI_Type_vector(32768, 1, 2, MPI_INT, &vec);
-  MPI_Type_commit(&vec);
-  std::vector<int> src(65536), dst(65536, -1);
-  alarm(60);
-  struct Disarm {
-    ~Disarm() { alarm(0); }  // also when an assertion returns early
-  } disarm;
-  for (int round = 0; round < 4; ++round) {
-    const int sender = round % 2, receiver = 1 - sender;
-    for (int i = 0; i < 65536; ++i) src[static_cast<size_t>(i)] = round * 1000000 + i;
-    std::fill(dst.begin(), dst.end(), -1);
-    if (me == sender) {
-      if (round < 2) {
-        ASSERT_EQ(MPI_Send(src.data(), 1, vec, receiver, 40 + round, MPI_COMM_WORLD), MPI_SUCCESS);
-      } else {
-        MPI_Request r;
-        ASSERT_EQ(MPI_Isend(src.data(), 1, vec, receiver, 40 + round, MPI_COMM_WORLD, &r), MPI_SUCCESS);
-        ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
-      }
-    } else if (me == receiver) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the sender is in the barrier by now
-      ASSERT_EQ(MPI_Recv(dst.data(), 1, vec, sender, 40 + round, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
-      for (int i = 0; i < 32768; ++i) ASSERT_EQ(dst[static_cast<size_t>(2 * i)], round * 1000000 + 2 * i);
-    }
-    PMPI_Barrier(MPI_COMM_WORLD);
-  }
-  MPI_Type_free(&vec);
-}
-
-// Small staged sends that Open MPI completes inline all get one static
-// request handle (ompi_request_empty); several in flight at once must not
-// lose each other's staging buffers (they leaked: the older was overwritten).
-TEST(MultiMessageP2P, SharedRequestHandlesLeakNothing) {
-  const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
-  MPI_Datatype vec;
-  MPI_Type_vector(64, 1, 2, MPI_INT, &vec);  // 256 B packed, blocks of 4 B: staged by dtmpi
-  MPI_Type_commit(&vec);
-  constexpr int kSends = 16;
-  std::vector<std::vector<int>> src(kSends, std::vector<int>(128)), dst(kSends, std::vector<int>(128, -1));
-  barrier();
-  const uint64_t lent0 = stat_value("staging buffers lent "), returned0 = stat_value(", returned ");
-  std::vector<MPI_Request> reqs;
-  for (int k = 0; k < kSends; ++k) {
-    for (int i = 0; i < 128; ++i) src[static_cast<size_t>(k)][static_cast<size_t>(i)] = me * 100000 + k * 1000 + i;
-    reqs.emplace_back();
-    ASSERT_EQ(MPI_Irecv(dst[static_cast<size_t>(k)].data(), 1, vec, left, 50 + k, MPI_COMM_WORLD, &reqs.back()),
-              MPI_SUCCESS);
-  }
-  for (int k = 0; k < kSends; ++k) {
-    reqs.emplace_back();
-    ASSERT_EQ(MPI_Isend(src[static_cast<size_t>(k)].data(), 1, vec, right, 50 + k, MPI_COMM_WORLD, &reqs.back()),
-              MPI_SUCCESS);
-  }
-  ASSERT_EQ(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), MPI_SUCCESS);
-  for (int k = 0; k < kSends; ++k)
-    for (int i = 0; i < 64; ++i)
-      ASSERT_EQ(dst[static_cast<size_t>(k)][static_cast<size_t>(2 * i)], left * 100000 + k * 1000 + 2 * i);
-  barrier();
-  const uint64_t lent = stat_value("staging buffers lent "), returned = stat_value(", returned ");
-  EXPECT_GT(lent, lent0);  // the sends were staged (else the test proves nothing)
-  EXPECT_EQ(lent - lent0, returned - returned0);
-  MPI_Type_free(&vec);
 }
 
 // A probe reports a multi-message transfer with its real size, as often as
