@@ -305,6 +305,13 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
   int rc;
   if (staged) {
     rc = MPI_Isend(buf, count, datatype, dest, sendtag, comm, &sreq);
+    // a device-method send returns with its pack queued on the transfer
+    // stream, and the receive below unpacks on the receive stream: the pack
+    // must have read the buffer before the unpack may overwrite it
+    if (rc == MPI_SUCCESS && rt::on_gpu(b.info) && !rt::wait_stream(b.info.device)) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed");
+      rc = raise(comm, MPI_ERR_OTHER);
+    }
   } else {
     int size = 0;
     PMPI_Pack_size(count, datatype, comm, &size);
