@@ -2,8 +2,9 @@
 // CUDA-aware: contiguous, strided and irregular types, 1 B to 64 MiB, every
 // pairing of host and device ends, blocking and non-blocking, sender and
 // receiver with different types of one signature, checked against the same
-// exchange computed on host memory. 2 ranks, on one GPU or (rank i on device
-// i) on two; run once per DTMPI_METHOD by CTest. Skipped without a GPU.
+// exchange computed on host memory (and MPI_Sendrecv_replace on one device
+// buffer). 2 ranks, on one GPU or (rank i on device i) on two; run once per
+// DTMPI_METHOD by CTest. Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -355,6 +356,36 @@ TEST_F(GpuP2P, SendBufferReusableWhenTheCallCompletes) {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   cudaStreamDestroy(own);
+  cudaFree(buf);
+  MPI_Type_free(&col);
+}
+
+// MPI_Sendrecv_replace on one device buffer: the outgoing bytes must be read
+// before the incoming ones overwrite them, although a device-method send
+// returns with its pack queued on one stream and the receive unpacks on
+// another. Large enough (32 MiB of 16-byte blocks) for a slow pack to lose the
+// race; the gaps between blocks keep their bytes.
+TEST_F(GpuP2P, SendrecvReplaceOnDevice) {
+  const int me = self_rank(), peer = 1 - me;
+  MPI_Datatype col;
+  MPI_Type_vector(1 << 21, 16, 32, MPI_BYTE, &col);
+  MPI_Type_commit(&col);
+  const size_t span = size_t{64} << 20;
+  auto mine = pattern(span, 20 + me), theirs = pattern(span, 20 + peer);
+  char* buf;
+  ASSERT_EQ(gpu_alloc(&buf, span), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(buf, mine.data(), span, cudaMemcpyHostToDevice), cudaSuccess);
+  MPI_Status st;
+  ASSERT_EQ(MPI_Sendrecv_replace(buf, 1, col, peer, 9, peer, 9, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+  int n = 0;
+  MPI_Get_count(&st, col, &n);
+  EXPECT_EQ(n, 1);
+  std::vector<char> got(span);
+  ASSERT_EQ(cudaMemcpy(got.data(), buf, span, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t wrong = 0;
+  for (size_t b = 0; b < (size_t{1} << 21); ++b)
+    wrong += std::memcmp(&got[b * 32], &theirs[b * 32], 16) != 0 || std::memcmp(&got[b * 32 + 16], &mine[b * 32 + 16], 16) != 0;
+  EXPECT_EQ(wrong, 0u);
   cudaFree(buf);
   MPI_Type_free(&col);
 }
