@@ -127,28 +127,22 @@ int main() {
   // stream write after A's copy, or by A's copy kernel itself
   cudaStream_t nb2;
   cudaStreamCreateWithFlags(&nb2, cudaStreamNonBlocking);
-  std::printf("%-40s %8.2f\n", "copy(A) + write(A) -> wait(B) + copy(B)", median_us([&] {
-                ++seq;
-                cuStreamWaitValue32(reinterpret_cast<CUstream>(nb2), reinterpret_cast<CUdeviceptr>(dev_flag), seq,
-                                    CU_STREAM_WAIT_VALUE_GEQ);
-                copy_kernel<<<64, 256, 0, nb2>>>(reinterpret_cast<uint4*>(b), reinterpret_cast<uint4*>(a), words,
-                                                 nullptr, nullptr, 0);
-                cudaEventRecord(ev, nb2);
-                copy_kernel<<<64, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
-                                                nullptr, nullptr, 0);
-                cuStreamWriteValue32(reinterpret_cast<CUstream>(nb), reinterpret_cast<CUdeviceptr>(dev_flag), seq, 0);
-                cudaEventSynchronize(ev);
-              }, nb));
-  std::printf("%-40s %8.2f\n", "copy(A) raising -> wait(B) + copy(B)", median_us([&] {
-                ++seq;
-                cuStreamWaitValue32(reinterpret_cast<CUstream>(nb2), reinterpret_cast<CUdeviceptr>(dev_flag), seq,
-                                    CU_STREAM_WAIT_VALUE_GEQ);
-                copy_kernel<<<64, 256, 0, nb2>>>(reinterpret_cast<uint4*>(b), reinterpret_cast<uint4*>(a), words,
-                                                 nullptr, nullptr, 0);
-                cudaEventRecord(ev, nb2);
-                copy_kernel<<<64, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
-                                                blocks_done, dev_flag, seq);
-                cudaEventSynchronize(ev);
-              }, nb));
+  // A's copy raises the word by a stream write after it, or by itself
+  auto chain = [&](bool kernel_raises) {
+    ++seq;
+    cuStreamWaitValue32(reinterpret_cast<CUstream>(nb2), reinterpret_cast<CUdeviceptr>(dev_flag), seq,
+                        CU_STREAM_WAIT_VALUE_GEQ);
+    copy_kernel<<<64, 256, 0, nb2>>>(reinterpret_cast<uint4*>(b), reinterpret_cast<uint4*>(a), words, nullptr,
+                                     nullptr, 0);
+    cudaEventRecord(ev, nb2);
+    copy_kernel<<<64, 256, 0, nb>>>(reinterpret_cast<uint4*>(a), reinterpret_cast<uint4*>(b), words,
+                                    kernel_raises ? blocks_done : nullptr, kernel_raises ? dev_flag : nullptr,
+                                    kernel_raises ? seq : 0);
+    if (!kernel_raises)
+      cuStreamWriteValue32(reinterpret_cast<CUstream>(nb), reinterpret_cast<CUdeviceptr>(dev_flag), seq, 0);
+    cudaEventSynchronize(ev);
+  };
+  std::printf("%-40s %8.2f\n", "copy(A) + write(A) -> wait(B) + copy(B)", median_us([&] { chain(false); }, nb));
+  std::printf("%-40s %8.2f\n", "copy(A) raising -> wait(B) + copy(B)", median_us([&] { chain(true); }, nb));
   return 0;
 }

@@ -84,27 +84,24 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
 
 namespace {
 
-// Removes every op tracked under `req` (see track) from `ops`.
-std::vector<PendingOp> take_all(std::unordered_multimap<MPI_Request, PendingOp>& ops, MPI_Request req) {
-  std::vector<PendingOp> out;
-  auto [first, last] = ops.equal_range(req);
-  for (auto it = first; it != last; ++it) out.push_back(std::move(it->second));
-  ops.erase(first, last);
-  return out;
+// Takes one op tracked under `req` (see track) out of the table into `op`;
+// false when none is left.
+bool take_one(MPI_Request req, PendingOp& op) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  auto it = t.ops.find(req);
+  if (it == t.ops.end()) return false;
+  op = std::move(it->second);
+  t.ops.erase(it);
+  return true;
 }
 
 }  // namespace
 
 int finish_tracked(MPI_Request req, MPI_Status* status) {
-  std::vector<PendingOp> ops;
-  {
-    auto& t = table();
-    std::lock_guard lock(t.mu);
-    ops = take_all(t.ops, req);
-    g_tracked.fetch_sub(static_cast<int64_t>(ops.size()), std::memory_order_relaxed);
-  }
   int rc = MPI_SUCCESS;
-  for (auto& op : ops) {
+  for (PendingOp op; take_one(req, op); op = PendingOp{}) {
+    g_tracked.fetch_sub(1, std::memory_order_relaxed);
     int orc = MPI_SUCCESS;
     if (op.kind == PendingOp::Kind::kRecv) orc = finish_receive(op, status);
     if (op.kind == PendingOp::Kind::kCompletion && op.completion) orc = op.completion->finish();
@@ -125,9 +122,11 @@ int finish_tracked(MPI_Request req, MPI_Status* status) {
 bool detach(MPI_Request req) {
   auto& t = table();
   std::lock_guard lock(t.mu);
-  auto ops = take_all(t.ops, req);
-  for (auto& op : ops) t.detached.emplace_back(req, std::move(op));
-  return !ops.empty();  // still counted in g_tracked until finished
+  auto [first, last] = t.ops.equal_range(req);
+  if (first == last) return false;
+  for (auto it = first; it != last; ++it) t.detached.emplace_back(req, std::move(it->second));
+  t.ops.erase(first, last);
+  return true;  // still counted in g_tracked until finished
 }
 
 bool any_detached() {

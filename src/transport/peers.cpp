@@ -5,6 +5,7 @@
 #include <atomic>
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,9 +26,6 @@ struct PeerFacts {
 
 std::mutex g_no_ipc_mu;
 std::vector<int> g_no_ipc;  // peers whose IPC regions could not be mapped
-std::mutex g_read_mu;
-std::vector<int> g_read_by;  // peers that have read one of our IPC regions (sorted)
-std::atomic<bool> g_any_read{false};
 
 struct Peers {
   bool ready = false;
@@ -35,6 +33,9 @@ struct Peers {
   int rank = 0;
   int32_t id_limit = 16383;  // data_tag/ack_tag stay below the tag upper bound
   std::vector<PeerFacts> facts;
+  // per world rank: it has read one of our IPC regions (asked on every
+  // device-method send: a load, no lock)
+  std::unique_ptr<std::atomic<bool>[]> read_by;
   bool descriptors = false;
   bool cuda_aware = false;
   int keyval = MPI_KEYVAL_INVALID;
@@ -78,6 +79,7 @@ int init_peers() {
   PMPI_Allreduce(MPI_IN_PLACE, &mine.node, 1, MPI_INT32_T, MPI_MIN, node);
   PMPI_Comm_free(&node);
   p.facts.resize(static_cast<size_t>(size));
+  p.read_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   rc = PMPI_Allgather(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
   if (rc != MPI_SUCCESS) return rc;
   const std::string& ca = runtime::config().cuda_aware;
@@ -172,16 +174,15 @@ void mark_no_ipc(int w) {
 }
 
 void mark_ipc_read_by(int w) {
-  std::lock_guard lock(g_read_mu);
-  auto at = std::lower_bound(g_read_by.begin(), g_read_by.end(), w);
-  if (at == g_read_by.end() || *at != w) g_read_by.insert(at, w);
-  g_any_read.store(true, std::memory_order_release);
+  Peers& p = peers();
+  if (p.read_by && w >= 0 && static_cast<size_t>(w) < p.facts.size())
+    p.read_by[static_cast<size_t>(w)].store(true, std::memory_order_relaxed);
 }
 
 bool ipc_read_by(int w) {
-  if (!g_any_read.load(std::memory_order_acquire)) return false;
-  std::lock_guard lock(g_read_mu);
-  return std::binary_search(g_read_by.begin(), g_read_by.end(), w);
+  const Peers& p = peers();
+  return p.read_by && w >= 0 && static_cast<size_t>(w) < p.facts.size() &&
+         p.read_by[static_cast<size_t>(w)].load(std::memory_order_relaxed);
 }
 
 int32_t next_transfer_id() {

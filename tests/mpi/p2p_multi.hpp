@@ -3,12 +3,7 @@
 #pragma once
 #include <mpi.h>
 
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <string>
-
-#include "dtmpi/dtmpi.h"
+#include "common/dtmpi_stats.hpp"
 
 namespace dtmpi::testing {
 
@@ -18,14 +13,6 @@ inline void barrier() {
   MPI_Request r;
   MPI_Ibarrier(MPI_COMM_WORLD, &r);
   MPI_Wait(&r, MPI_STATUS_IGNORE);
-}
-
-// A counter of dtmpi_stats(): the number after `key`, 0 if absent.
-inline uint64_t stat_value(const char* key) {
-  std::string s = dtmpi_stats();
-  auto at = s.find(key);
-  if (at == std::string::npos) return 0;
-  return std::strtoull(s.c_str() + at + std::strlen(key), nullptr, 10);
 }
 
 }  // namespace dtmpi::testing

@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "common/random_types.hpp"
+#include "common/dtmpi_stats.hpp"
 #include "common/mpi_world.hpp"
+#include "common/random_types.hpp"
 #include "dtmpi/dtmpi.h"
 
 namespace {
@@ -80,11 +81,7 @@ cudaError_t gpu_alloc(char** p, size_t n) {
   return cudaMalloc(reinterpret_cast<void**>(p), n);
 }
 
-uint64_t stat_value(const char* key) {
-  std::string s = dtmpi_stats();
-  auto at = s.find(key);
-  return at == std::string::npos ? 0 : std::strtoull(s.c_str() + at + std::strlen(key), nullptr, 10);
-}
+using dtmpi::testing::stat_value;
 
 std::vector<char> pattern(size_t n, int seed) {
   std::vector<char> v(n);
