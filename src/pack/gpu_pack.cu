@@ -81,10 +81,10 @@ constexpr int kUnroll = 4;
 template <typename Word, bool kPack, typename Index, int kDims>
 __global__ void __launch_bounds__(kThreads)
     strided_kernel(StridedArgsN<kDims >= 0 ? kDims : type::kMaxDims> a, char* user, char* packed,
-                   Index words_per_block, Index total, Gate gate) {
+                   Index words_per_block, Index first, Index total, Gate gate) {
   pass_gate(gate);
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index g0 = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total;
+  for (Index g0 = first + static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total;
        g0 += step * kUnroll) {
     Word v[kUnroll];
     int64_t off[kUnroll];
@@ -125,9 +125,9 @@ struct BlockListArgs {
 
 template <typename Word, bool kPack>
 __global__ void __launch_bounds__(kThreads)
-    block_list_kernel(BlockListArgs a, char* user, char* packed, uint64_t total, Gate gate) {
+    block_list_kernel(BlockListArgs a, char* user, char* packed, uint64_t first, uint64_t total, Gate gate) {
   pass_gate(gate);
-  for (uint64_t g = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
+  for (uint64_t g = first + static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
        g += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
     const int64_t pos = static_cast<int64_t>(g * sizeof(Word));
     int64_t body = pos / a.body_bytes;
@@ -188,28 +188,35 @@ int word_for(uint64_t bits) {
   return 1;
 }
 
+// Words [first, total) of the packed stream (the whole of it, or one chunk).
 template <typename Word, bool kPack, typename Index, int kDims>
-void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total, const Gate& gate,
-                    int device, cudaStream_t s) {
-  strided_kernel<Word, kPack, Index, kDims><<<grid_for((total + kUnroll - 1) / kUnroll, device, gate.word != nullptr), kThreads, 0, s>>>(
-      shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb),
+void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t first, uint64_t total,
+                    const Gate& gate, int device, cudaStream_t s) {
+  const uint64_t n = total - first;
+  strided_kernel<Word, kPack, Index, kDims><<<grid_for((n + kUnroll - 1) / kUnroll, device, gate.word != nullptr), kThreads, 0, s>>>(
+      shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb), static_cast<Index>(first),
       static_cast<Index>(total), gate);
 }
 
 template <typename Word, bool kPack>
-void dispatch_dims(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t total, const Gate& gate,
-                   int device, cudaStream_t s) {
+void dispatch_dims(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t first, uint64_t total,
+                   const Gate& gate, int device, cudaStream_t s) {
   const bool small = total < (uint64_t{1} << 31);
-  if (small && a.ndims == 0) return launch_strided<Word, kPack, uint32_t, 0>(a, user, packed, wpb, total, gate, device, s);
-  if (small && a.ndims == 1) return launch_strided<Word, kPack, uint32_t, 1>(a, user, packed, wpb, total, gate, device, s);
-  if (small && a.ndims == 2) return launch_strided<Word, kPack, uint32_t, 2>(a, user, packed, wpb, total, gate, device, s);
-  if (small && a.ndims == 3) return launch_strided<Word, kPack, uint32_t, 3>(a, user, packed, wpb, total, gate, device, s);
-  launch_strided<Word, kPack, uint64_t, -1>(a, user, packed, wpb, total, gate, device, s);
+  if (small && a.ndims == 0) return launch_strided<Word, kPack, uint32_t, 0>(a, user, packed, wpb, first, total, gate, device, s);
+  if (small && a.ndims == 1) return launch_strided<Word, kPack, uint32_t, 1>(a, user, packed, wpb, first, total, gate, device, s);
+  if (small && a.ndims == 2) return launch_strided<Word, kPack, uint32_t, 2>(a, user, packed, wpb, first, total, gate, device, s);
+  if (small && a.ndims == 3) return launch_strided<Word, kPack, uint32_t, 3>(a, user, packed, wpb, first, total, gate, device, s);
+  launch_strided<Word, kPack, uint64_t, -1>(a, user, packed, wpb, first, total, gate, device, s);
 }
 
+// `range` (bytes of this plan's packed stream, `packed` its start) must lie
+// within the stream; the word size also divides the range's ends.
 template <bool kPack>
-Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s, const Gate& gate = {}) {
+Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s, const Gate& gate = {},
+                   type::PackedRange range = {}) {
   if (p.bytes() == 0) return ok_status();
+  const int64_t end = range.bytes < 0 ? p.bytes() : range.first + range.bytes;
+  if (range.first >= end) return ok_status();
   StridedArgs a{};
   a.offset = p.offset;
   a.ndims = p.ndims;
@@ -217,15 +224,16 @@ Status run_strided(const StridedPlan& p, char* user, char* packed, int device, c
     a.count[d] = p.dims[d].count;
     a.stride[d] = p.dims[d].stride;
   }
-  const int w = strided_word_size(p, user, packed);
+  const int w = std::min(strided_word_size(p, user, packed),
+                         word_for(static_cast<uint64_t>(range.first) | static_cast<uint64_t>(end)));
   const uint64_t wpb = static_cast<uint64_t>(p.block / w);
-  const uint64_t total = wpb * static_cast<uint64_t>(p.blocks());
+  const uint64_t first = static_cast<uint64_t>(range.first / w), total = static_cast<uint64_t>(end / w);
   switch (w) {
-    case 16: dispatch_dims<uint4, kPack>(a, user, packed, wpb, total, gate, device, s); break;
-    case 8: dispatch_dims<uint2, kPack>(a, user, packed, wpb, total, gate, device, s); break;
-    case 4: dispatch_dims<uint32_t, kPack>(a, user, packed, wpb, total, gate, device, s); break;
-    case 2: dispatch_dims<uint16_t, kPack>(a, user, packed, wpb, total, gate, device, s); break;
-    default: dispatch_dims<uint8_t, kPack>(a, user, packed, wpb, total, gate, device, s); break;
+    case 16: dispatch_dims<uint4, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    case 8: dispatch_dims<uint2, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    case 4: dispatch_dims<uint32_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    case 2: dispatch_dims<uint16_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    default: dispatch_dims<uint8_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
   }
   DTMPI_CUDA_CHECK(cudaGetLastError());
   return ok_status();
@@ -312,7 +320,7 @@ Result<DeviceBlockList*> block_list_for(const PackPlan& plan, bool from_strided,
 
 template <bool kPack>
 Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, char* user,
-                      char* packed, int device, cudaStream_t s, const Gate& gate = {}) {
+                      char* packed, int device, cudaStream_t s, const Gate& gate = {}, type::PackedRange range = {}) {
   auto got = block_list_for(plan, from_strided, device, s);
   if (!got) return got.error();
   const DeviceBlockList& list = *got.value();
@@ -346,15 +354,18 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
   if (a.body_bytes == 0 || count == 0) return ok_status();
   int64_t outer = 1;
   for (int d = 0; d < a.ndims; ++d) outer *= a.count[d];
+  const int64_t end = range.bytes < 0 ? a.body_bytes * outer : range.first + range.bytes;
+  if (range.first >= end) return ok_status();
+  bits |= static_cast<uint64_t>(range.first) | static_cast<uint64_t>(end);
   const int w = word_for(bits);
-  const uint64_t total = static_cast<uint64_t>(a.body_bytes * outer / w);
-  const unsigned grid = grid_for(total, device, gate.word != nullptr);
+  const uint64_t first = static_cast<uint64_t>(range.first / w), total = static_cast<uint64_t>(end / w);
+  const unsigned grid = grid_for(total - first, device, gate.word != nullptr);
   switch (w) {
-    case 16: block_list_kernel<uint4, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
-    case 8: block_list_kernel<uint2, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
-    case 4: block_list_kernel<uint32_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
-    case 2: block_list_kernel<uint16_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
-    default: block_list_kernel<uint8_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, total, gate); break;
+    case 16: block_list_kernel<uint4, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, first, total, gate); break;
+    case 8: block_list_kernel<uint2, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, first, total, gate); break;
+    case 4: block_list_kernel<uint32_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, first, total, gate); break;
+    case 2: block_list_kernel<uint16_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, first, total, gate); break;
+    default: block_list_kernel<uint8_t, kPack><<<grid, kThreads, 0, s>>>(a, user, packed, first, total, gate); break;
   }
   DTMPI_CUDA_CHECK(cudaGetLastError());
   return ok_status();
@@ -362,20 +373,25 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
 
 template <bool kPack>
 Status run(const PackPlan& plan, int64_t count, const void* user_c, void* packed, int device,
-           cudaStream_t s, const Gate& gate = {}) {
+           cudaStream_t s, const Gate& gate = {}, type::PackedRange range = {}) {
   char* user = static_cast<char*>(const_cast<void*>(user_c));
   char* out = static_cast<char*>(packed);
   if (count == 0) return ok_status();
   if (plan.is_strided()) {
     StridedPlan whole;
-    if (plan.strided_for_count(count, whole)) return run_strided<kPack>(whole, user, out, device, s, gate);
-    for (int64_t k = 0; k < count; ++k) {  // no dim left for the count: one launch per element
-      DTMPI_TRY(run_strided<kPack>(plan.strided(), user + k * plan.extent, out, device, s, gate));
-      out += plan.size;
+    if (plan.strided_for_count(count, whole)) return run_strided<kPack>(whole, user, out, device, s, gate, range);
+    // no dim left for the count: one launch per element the range touches
+    const int64_t end = range.bytes < 0 ? count * plan.size : range.first + range.bytes;
+    for (int64_t k = 0; k < count; ++k, out += plan.size) {
+      const int64_t lo = std::max<int64_t>(range.first - k * plan.size, 0);
+      const int64_t hi = std::min<int64_t>(end - k * plan.size, plan.size);
+      if (lo >= hi) continue;
+      DTMPI_TRY(run_strided<kPack>(plan.strided(), user + k * plan.extent, out, device, s, gate,
+                                   type::PackedRange{lo, hi - lo}));
     }
     return ok_status();
   }
-  return run_block_list<kPack>(plan, false, count, user, out, device, s, gate);
+  return run_block_list<kPack>(plan, false, count, user, out, device, s, gate, range);
 }
 
 }  // namespace
@@ -388,13 +404,13 @@ int strided_word_size(const StridedPlan& p, const void* user, const void* packed
 }
 
 Status pack_device(const PackPlan& plan, int64_t count, const void* user, void* packed, int device,
-                   GpuStream stream) {
-  return run<true>(plan, count, user, packed, device, stream);
+                   GpuStream stream, type::PackedRange range) {
+  return run<true>(plan, count, user, packed, device, stream, {}, range);
 }
 
 Status unpack_device(const PackPlan& plan, int64_t count, const void* packed, void* user, int device,
-                     GpuStream stream, Gate gate) {
-  return run<false>(plan, count, user, const_cast<void*>(packed), device, stream, gate);
+                     GpuStream stream, Gate gate, type::PackedRange range) {
+  return run<false>(plan, count, user, const_cast<void*>(packed), device, stream, gate, range);
 }
 
 Status pack_device_as_block_list(const PackPlan& plan, int64_t count, const void* user, void* packed,

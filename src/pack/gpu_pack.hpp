@@ -14,8 +14,10 @@ namespace dtmpi::pack {
 
 using GpuStream = CUstream_st*;  // a cudaStream_t
 
+// `range`: only those bytes of the packed stream (`packed` is still where the
+// whole stream starts), so a large message can be packed and read in chunks.
 Status pack_device(const type::PackPlan& plan, int64_t count, const void* user, void* packed,
-                   int device, GpuStream stream);
+                   int device, GpuStream stream, type::PackedRange range = {});
 // A wait for a producer's ready counter done by the unpack kernel itself:
 // the first thread of every thread block polls `word` (a system-scope acquire
 // load) until it holds at least `value` (the cyclic comparison of a stream
@@ -31,7 +33,7 @@ struct Gate {
   uint64_t value = 0;
 };
 Status unpack_device(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
-                     int device, GpuStream stream, Gate gate = {});
+                     int device, GpuStream stream, Gate gate = {}, type::PackedRange range = {});
 
 // One piece of a batched pack: `count` elements of `plan` at `user` (where
 // MPI's element 0 starts), packed at `packed`.

@@ -31,6 +31,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_GATED_UNPACK_MAX", "8388608",
      "device method between two GPUs: receives up to this many bytes are unpacked by a kernel that polls the "
      "sender's ready counter itself; larger ones (and all with 0) wait for it with a stream wait first"},
+    {"DTMPI_IPC_CHUNK_MIN", "0",
+     "device method: messages larger than DTMPI_GATED_UNPACK_MAX and of at least this many bytes are packed in up "
+     "to 4 chunks, each with its own ready value, and the receiver reads each chunk as soon as it is packed; 0: never"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
     {"DTMPI_RANKS_PER_NODE", "0",
@@ -106,6 +109,7 @@ Config read_environment() {
   }
   c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1);
   c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
+  c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", 0, 0);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);

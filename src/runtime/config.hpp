@@ -26,6 +26,9 @@ struct Config {
   // with a typical block of at most this many bytes are packed by dtmpi
   int64_t host_staging_max_block = 512;
   int64_t gated_unpack_max = 8 << 20;    // DTMPI_GATED_UNPACK_MAX: largest receive unpacked by a polling kernel
+  // DTMPI_IPC_CHUNK_MIN: device-method messages above gated_unpack_max and of
+  // at least this many bytes are packed and read in chunks (0: never)
+  int64_t ipc_chunk_min = 0;
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)
   // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take

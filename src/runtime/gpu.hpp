@@ -132,9 +132,10 @@ struct KernelGate {
 // Queues the unpack of `count` elements from device-accessible `packed` (a
 // peer's buffer mapped over CUDA IPC) into GPU memory `user` on dtmpi's
 // receive stream of ui.device, and a marker after it. With a gate the unpack is a
-// kernel even for contiguous data.
+// kernel even for contiguous data. `range`: only those bytes of the packed
+// stream (`packed` is where the whole stream starts): one chunk of a message.
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
-                               const PointerInfo& ui, KernelGate gate = {});
+                               const PointerInfo& ui, KernelGate gate = {}, type::PackedRange range = {});
 // A marker after the work queued so far on dtmpi's stream of `device`.
 Result<GpuMarker> mark(int device);
 // True once the work before `m` is done; an error (a fault) is returned as such.
@@ -193,7 +194,9 @@ Result<IpcSignal> ipc_signal_raise(int device);
 // commit waits for earlier reservations' commits), so every reservation must
 // be committed whatever happens in between. Counters only (an event cannot be
 // waited for before it is recorded): kErrUnsupported otherwise.
-Result<IpcSignal> ipc_signal_reserve(int device);
+// `n` > 1 reserves n consecutive values (the first in the result; commit
+// each, in order, as a copy with its value): one per chunk of a message.
+Result<IpcSignal> ipc_signal_reserve(int device, int n = 1);
 Status ipc_signal_commit(const IpcSignal& s);
 void ipc_signal_release(IpcSignal& s);
 // Queued on the receive stream of `device`, before the reads it guards.
@@ -208,9 +211,10 @@ uint64_t gpu_identity(int device);
 
 
 // Queues the pack of `count` elements of `user` (on GPU `ui.device`) into
-// device memory `dst` on dtmpi's stream, without waiting for it.
+// device memory `dst` on dtmpi's stream, without waiting for it (`range`: only
+// those bytes of the packed stream that starts at `dst`).
 Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
-                            void* dst);
+                            void* dst, type::PackedRange range = {});
 // Packs `count` elements of `user` (on a GPU) into a new pooled device buffer
 // on that GPU and waits for it.
 Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t count, const void* user,

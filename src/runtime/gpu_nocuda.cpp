@@ -77,7 +77,8 @@ Result<DeviceBuffer> acquire_device_buffer(int, size_t) { return Error{kErrUnsup
 void release_device_buffer(DeviceBuffer& b) { b.ptr = nullptr; }
 int current_device() { return 0; }
 Result<GpuMarker> copy_async(void*, const void*, size_t, int) { return Error{kErrUnsupported, "built without CUDA"}; }
-Result<GpuMarker> unpack_async(const type::PackPlan&, int64_t, const void*, void*, const PointerInfo&, KernelGate) {
+Result<GpuMarker> unpack_async(const type::PackPlan&, int64_t, const void*, void*, const PointerInfo&, KernelGate,
+                               type::PackedRange) {
   return Error{kErrUnsupported, "built without CUDA"};
 }
 Result<GpuMarker> mark(int) { return Error{kErrUnsupported, "built without CUDA"}; }
@@ -88,13 +89,13 @@ Result<IpcRegion> ipc_export(const void*, bool) { return Error{kErrUnsupported, 
 Result<const void*> ipc_open(int, const IpcRegion&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 void ipc_close_all() {}
 Result<IpcSignal> ipc_signal_raise(int) { return Error{kErrUnsupported, "built without CUDA"}; }
-Result<IpcSignal> ipc_signal_reserve(int) { return Error{kErrUnsupported, "built without CUDA"}; }
+Result<IpcSignal> ipc_signal_reserve(int, int) { return Error{kErrUnsupported, "built without CUDA"}; }
 Status ipc_signal_commit(const IpcSignal&) { return ok_status(); }
 void ipc_signal_release(IpcSignal&) {}
 Result<const void*> ipc_signal_word(int, const IpcSignal&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
 uint64_t gpu_identity(int) { return 0; }
 Status ipc_signal_wait(int, const IpcSignal&, int, bool) { return Error{kErrUnsupported, "built without CUDA"}; }
-Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
+Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, type::PackedRange) {
   return Error{kErrUnsupported, "built without CUDA"};
 }
 Status wait_stream(int, Lane) { return ok_status(); }

@@ -169,8 +169,9 @@ uint64_t gpu_identity(int device) {
   return h;
 }
 
-Result<IpcSignal> ipc_signal_reserve(int device) {
+Result<IpcSignal> ipc_signal_reserve(int device, int n) {
   if (device < 0 || device >= kMaxDevices) return Error{kErrUnsupported, "device out of range"};
+  if (n < 1) return Error{kErrUnsupported, "reserving no ready value"};
   Counter& c = signals().counters[device];
   std::lock_guard lock(c.mu);
   if (!c.tried) {
@@ -185,7 +186,8 @@ Result<IpcSignal> ipc_signal_reserve(int device) {
   sig.kind = IpcSignal::Kind::kCounter;
   std::memcpy(sig.handle, c.region.handle, sizeof(sig.handle));
   sig.buffer_id = c.region.buffer_id;
-  sig.value = ++c.reserved;
+  sig.value = c.reserved + 1;
+  c.reserved += static_cast<uint64_t>(n);
   sig.gpu = gpu_identity(device);
   sig.device = device;
   return sig;

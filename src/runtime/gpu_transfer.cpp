@@ -103,18 +103,22 @@ Result<GpuMarker> copy_async(void* dst, const void* src, size_t bytes, int devic
 }
 
 Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
-                               const PointerInfo& ui, KernelGate gate) {
+                               const PointerInfo& ui, KernelGate gate, type::PackedRange range) {
   DeviceScope scope(ui.device);
   auto s = stream_for(ui.device, Lane::kReceive);
   if (!s) return s.error();
   int64_t offset = 0;
   if (gate.word) {
-    DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value(), pack::Gate{gate.word, gate.value}));
+    DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value(), pack::Gate{gate.word, gate.value},
+                                  range));
   } else if (plan.contiguous_for_count(count, offset)) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset, packed, static_cast<size_t>(count * plan.size),
-                                     cudaMemcpyDefault, s.value()));
+    const int64_t bytes = range.bytes < 0 ? count * plan.size - range.first : range.bytes;
+    if (bytes > 0)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset + range.first,
+                                       static_cast<const char*>(packed) + range.first, static_cast<size_t>(bytes),
+                                       cudaMemcpyDefault, s.value()));
   } else {
-    DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value()));
+    DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value(), {}, range));
   }
   DTMPI_TRACE("gpu: unpack launched");
   return record_marker(s.value(), ui.device, true);
@@ -282,18 +286,21 @@ void ipc_close_all() {
 }
 
 Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
-                            void* dst) {
+                            void* dst, type::PackedRange range) {
   DeviceScope scope(ui.device);
   auto s = stream_for(ui.device);
   if (!s) return s.error();
   DTMPI_TRACE("gpu: pack launching");
   int64_t offset = 0;
   if (plan.contiguous_for_count(count, offset)) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(user) + offset,
-                                     static_cast<size_t>(count * plan.size), cudaMemcpyDefault, s.value()));
+    const int64_t bytes = range.bytes < 0 ? count * plan.size - range.first : range.bytes;
+    if (bytes > 0)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + range.first,
+                                       static_cast<const char*>(user) + offset + range.first,
+                                       static_cast<size_t>(bytes), cudaMemcpyDefault, s.value()));
     return ok_status();
   }
-  return pack::pack_device(plan, count, user, dst, ui.device, s.value());
+  return pack::pack_device(plan, count, user, dst, ui.device, s.value(), range);
 }
 
 Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t count, const void* user,

@@ -18,6 +18,7 @@ enum class Counter : int {
   kStagedRecvs,     // point-to-point receives staged through host buffers
   kMultiSends,      // multi-message sends (pipelined, IPC, rendezvous)
   kInPlaceSends,    // of those, read by the receiver where they lie (inside blocking collectives)
+  kChunkedSends,    // of those, packed in chunks the receiver reads one by one (DTMPI_IPC_CHUNK_MIN)
   kMultiRecvs,      // receives that met a multi-message descriptor
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI

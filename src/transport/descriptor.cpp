@@ -1,19 +1,21 @@
 #include "transport/descriptor.hpp"
 
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 
 namespace dtmpi::transport {
 namespace {
 
 constexpr uint64_t kMagic[2] = {0x64746d7069a5c3e1ULL, 0x5f6465736372ULL ^ 0x9e3779b97f4a7c15ULL};
-constexpr uint32_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 
 // The fixed wire layout (little-endian host order: both ends run the same
 // library on the same kind of node).
 struct Wire_ {
   uint64_t magic[2];
-  uint32_t version;
+  uint16_t version;
+  uint16_t chunks;  // kIpc: the packed bytes are ready in this many chunks (chunk_ends)
   uint16_t wire;
   uint16_t ready_kind;
   int64_t total_bytes;
@@ -56,11 +58,23 @@ void checksum(const Wire_& w, uint64_t out[2]) {
 
 }  // namespace
 
+int chunk_ends(int64_t total, int64_t ends[kMaxChunks]) {
+  constexpr int64_t kGrain = 64 * 1024;
+  int64_t size = std::max<int64_t>((total / 16 + kGrain - 1) / kGrain * kGrain, kGrain);
+  int n = 0;
+  for (int64_t at = 0; at < total; size *= 4) {
+    at = n + 1 == kMaxChunks ? total : std::min(at + size, total);
+    ends[n++] = at;
+  }
+  return n;
+}
+
 void encode(const Descriptor& d, unsigned char* out) {
   Wire_ w{};
   w.magic[0] = kMagic[0];
   w.magic[1] = kMagic[1];
   w.version = kVersion;
+  w.chunks = static_cast<uint16_t>(d.chunks);
   w.wire = static_cast<uint16_t>(d.wire);
   w.ready_kind = static_cast<uint16_t>(d.ready.kind);
   w.total_bytes = d.total_bytes;
@@ -91,10 +105,12 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   // pipelined transfers are point to point only; IPC ones may be a
   // collective's piece sent in place
   if (w.wire < 1 || w.wire > 2 || w.ready_kind > 2 || w.total_bytes < kInPlaceMin ||
-      (w.wire == static_cast<uint16_t>(Wire::kPipelined) && w.total_bytes < kMultiMin))
+      (w.wire == static_cast<uint16_t>(Wire::kPipelined) && w.total_bytes < kMultiMin) || w.chunks < 1 ||
+      w.chunks > kMaxChunks)
     return std::nullopt;
   Descriptor d;
   d.wire = static_cast<Wire>(w.wire);
+  d.chunks = w.chunks;
   d.total_bytes = w.total_bytes;
   d.transfer_id = w.transfer_id;
   d.sender_world = w.sender_world;

@@ -49,7 +49,19 @@ struct Descriptor {
   // after its pack) is; the receiver's stream waits for it on the GPU, so the
   // sender does not wait for its own pack before sending the descriptor
   runtime::IpcSignal ready;
+  // kIpc, counter signals: the pack ran in `chunks` pieces (chunk_ends), chunk
+  // k ready at value ready.value + k, so the receiver may read chunk 0 while
+  // the sender still packs the rest
+  int chunks = 1;
 };
+
+// Where the chunks of a message of `total` packed bytes end, in the one
+// schedule both ends compute: the first a sixteenth (in 64-KiB grains), each
+// next four times the last, the last to the end -- so each chunk's pack
+// (local memory, several times faster than a read over NVLink or PCIe) is
+// done before the receiver has read the one before. Returns how many.
+inline constexpr int kMaxChunks = 4;
+int chunk_ends(int64_t total, int64_t ends[kMaxChunks]);
 
 // Writes `d` as exactly kDescriptorBytes bytes.
 void encode(const Descriptor& d, unsigned char* out);

@@ -256,15 +256,22 @@ bool ReceiveOp::read_over_ipc() {
   // this process's transfer stream, finds SMs free beside the gated kernel
   // (capped per SM, pack::Gate). Another process sharing this GPU is never spun
   // against (without MPS its kernels could not run meanwhile).
+  //
+  // A message packed in chunks (DTMPI_IPC_CHUNK_MIN) is ready at its last
+  // chunk's value; unless gated, each chunk is read as soon as its own value
+  // is written (read_chunks).
   rt::KernelGate gate;
+  rt::IpcSignal all_ready = d_.ready;
+  all_ready.value = d_.ready.value + static_cast<uint64_t>(d_.chunks - 1);
   const bool other_gpu = d_.ready.gpu != 0 && d_.ready.gpu != rt::gpu_identity(device);
   if (d_.ready.kind == rt::IpcSignal::Kind::kCounter && rt::on_gpu(b_.info) && local != other_gpu &&
       d_.total_bytes <= rt::config().gated_unpack_max) {
     if (auto word = rt::ipc_signal_word(d_.sender_world, d_.ready, device, local))
-      gate = {word.value(), d_.ready.value};
+      gate = {word.value(), all_ready.value};
   }
+  if (!gate.word && d_.chunks > 1 && rt::on_gpu(b_.info) && read_chunks(peer.value(), local)) return true;
   if (!gate.word && d_.ready.kind != rt::IpcSignal::Kind::kNone) {
-    auto w = rt::ipc_signal_wait(d_.sender_world, d_.ready, device, local);
+    auto w = rt::ipc_signal_wait(d_.sender_world, all_ready, device, local);
     if (!w) {
       DTMPI_LOG(kWarn, "waiting for rank %d's ready signal failed (%s): payload through host memory",
                 d_.sender_world, w.error().what.c_str());
@@ -296,6 +303,36 @@ bool ReceiveOp::read_over_ipc() {
     DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
   }
+  return true;
+}
+
+// A message packed in chunks: a wait for each chunk's ready value, then the
+// unpack of just that chunk, all queued on the receive stream (the marker
+// after the last is the one step() watches). False (nothing queued) where the
+// chunks cannot be told apart here; the caller then waits for all of them.
+bool ReceiveOp::read_chunks(const void* packed, bool local) {
+  int64_t ends[kMaxChunks];
+  if (d_.ready.kind != rt::IpcSignal::Kind::kCounter || chunk_ends(d_.total_bytes, ends) != d_.chunks) return false;
+  const int64_t elements = d_.total_bytes / b_.plan->size;
+  for (int k = 0; k < d_.chunks; ++k) {
+    rt::IpcSignal value = d_.ready;
+    value.value = d_.ready.value + static_cast<uint64_t>(k);
+    auto w = rt::ipc_signal_wait(d_.sender_world, value, b_.info.device, local);
+    const int64_t lo = k == 0 ? 0 : ends[k - 1];
+    auto m = w ? rt::unpack_async(*b_.plan, elements, packed, b_.ptr, b_.info, {}, type::PackedRange{lo, ends[k] - lo})
+               : Result<rt::GpuMarker>(w.error());
+    if (!m) {
+      // chunks already queued read nothing after this point: the marker of
+      // the last one queued is still watched, the message is failed
+      DTMPI_LOG(kError, "reading chunk %d of a GPU message over CUDA IPC failed: %s", k, m.error().what.c_str());
+      if (k == 0) return false;
+      error = MPI_ERR_OTHER;
+      return true;
+    }
+    markers_.push_back(m.value());
+  }
+  rt::count(rt::Counter::kIpcReads);
+  DTMPI_TRACE("recv: chunked unpack queued");
   return true;
 }
 

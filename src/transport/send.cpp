@@ -260,6 +260,77 @@ bool may_announce_early(const UserBuffer& b, bool synchronous) {
   return level != MPI_THREAD_MULTIPLE;
 }
 
+// Large device-method messages are packed in chunks (DTMPI_IPC_CHUNK_MIN):
+// above the gated size the receiver waits with stream waits, which it can
+// place between the reads of the chunks.
+bool chunked(int64_t bytes) {
+  const auto& c = rt::config();
+  return c.ipc_chunk_min > 0 && bytes >= c.ipc_chunk_min && bytes > c.gated_unpack_max;
+}
+
+// The end of every device-method send: the application's request completes
+// once the pack has read its buffer (`reading`), or, until this receiver has
+// once read one of our regions, at the receiver's answer (see hand_to_tail).
+int finish_ipc_send(const Descriptor& d, MPI_Request r, rt::Staging buf, const Result<rt::GpuMarker>& reading,
+                    MPI_Request* request, SendTail& tail) {
+  if (!ipc_read_by(d.receiver_world)) return hand_to_tail(tail, r, buf, reading ? reading.value() : nullptr);
+  return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
+}
+
+// A device-method send packed in `chunks` pieces ending at `ends`, chunk k
+// followed by the write of ready value first.value + k, so the receiver reads
+// each chunk as soon as it is packed (ReceiveOp::read_over_ipc). The
+// descriptor goes first where may_announce_early allows (as for one chunk),
+// else after the packs are queued. Every reserved value is committed, even
+// after a failure, so no receiver and no later transfer waits forever.
+int send_in_chunks(const UserBuffer& b, SendTail& tail, Descriptor& d, const rt::IpcSignal& first, int chunks,
+                   const int64_t* ends, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
+  const int device = b.info.device;
+  MPI_Request r = MPI_REQUEST_NULL;
+  rt::Staging buf;
+  tail.ready = d.ready = first;
+  d.chunks = chunks;
+  const bool early = may_announce_early(b, synchronous);
+  int rc = early ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : MPI_SUCCESS;
+  Status packed = ok_status();
+  for (int k = 0; k < chunks; ++k) {
+    const int64_t lo = k == 0 ? 0 : ends[k - 1];
+    if (rc == MPI_SUCCESS && packed)
+      packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr,
+                                        type::PackedRange{lo, ends[k] - lo});
+    rt::IpcSignal value = first;
+    value.value = first.value + static_cast<uint64_t>(k);
+    if (auto raised = rt::ipc_signal_commit(value); !raised && packed) packed = raised;
+  }
+  DTMPI_TRACE("send: chunked pack queued");
+  rt::count(rt::Counter::kChunkedSends);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!packed) {
+    DTMPI_LOG(kError, "packing a GPU send buffer in chunks failed: %s", packed.error().what.c_str());
+    if (early) complete_descriptor(r, buf, nullptr, nullptr);
+    return MPI_ERR_OTHER;
+  }
+  auto reading = rt::mark(device);
+  if (!reading) {
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
+    if (early) {
+      if (!rt::wait_stream(device)) DTMPI_LOG(kError, "packing a GPU send buffer failed");
+    } else {
+      return MPI_ERR_OTHER;
+    }
+  }
+  if (!early) {
+    if (rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
+      if (reading) {
+        if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
+        rt::release_marker(reading.value());
+      }
+      return rc;
+    }
+  }
+  return finish_ipc_send(d, r, buf, reading, request, tail);
+}
+
 // The device method from GPU memory: the receiver's kernel reads tail.device
 // (exported in d.region) once the ready signal says the pack is done, waiting
 // for it on the GPU. Where the signal is a counter and may_announce_early,
@@ -280,6 +351,12 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
   const int device = b.info.device;
   MPI_Request r = MPI_REQUEST_NULL;
   rt::Staging buf;
+  int64_t ends[kMaxChunks];
+  const int chunks = chunked(b.bytes) ? chunk_ends(b.bytes, ends) : 1;
+  if (chunks > 1) {
+    if (auto first = rt::ipc_signal_reserve(device, chunks)) return send_in_chunks(b, tail, d, first.value(), chunks, ends,
+                                                                                  dest, tag, comm, synchronous, request);
+  }
   auto early = may_announce_early(b, synchronous) ? rt::ipc_signal_reserve(device)
                                                   : Result<rt::IpcSignal>(Error{kErrUnsupported, "in order"});
   if (early) {
@@ -320,8 +397,7 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     complete_descriptor(r, buf, nullptr, nullptr);
     return MPI_ERR_OTHER;
   }
-  if (!ipc_read_by(d.receiver_world)) return hand_to_tail(tail, r, buf, reading ? reading.value() : nullptr);
-  return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
+  return finish_ipc_send(d, r, buf, reading, request, tail);
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ class ReceiveOp final : public Operation {
   void fail(int code);
   bool step_chunks();
   bool read_over_ipc();
+  bool read_chunks(const void* packed, bool local);
   void send_ack(Ack a);
 
   UserBuffer b_;

@@ -114,6 +114,13 @@ struct PackPlan {
   }
 };
 
+// Bytes [first, first + bytes) of the packed stream of `count` elements
+// (bytes < 0: to its end): a chunk of a message packed or unpacked on its own.
+struct PackedRange {
+  int64_t first = 0;
+  int64_t bytes = -1;
+};
+
 // First and one-past-last byte offset the plan touches (for one element);
 // {0, 0} when it touches none.
 struct Bounds {

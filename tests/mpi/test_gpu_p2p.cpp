@@ -166,6 +166,10 @@ TEST_F(GpuP2P, EveryPairingOfHostAndDevice) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  const char* chunk_min = std::getenv("DTMPI_IPC_CHUNK_MIN");
+  if (chunk_min && std::atol(chunk_min) > 0) {
+    EXPECT_GT(stat_value("chunked sends "), 0u);  // the chunked path ran
+  }
 }
 
 // Sender and receiver describe the same bytes differently: a strided device

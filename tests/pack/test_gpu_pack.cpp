@@ -70,6 +70,22 @@ void check_type(MPI_Datatype t, int count, std::mt19937_64& rng, const std::stri
   ASSERT_EQ(0, std::memcmp(got.data(), want.data(), static_cast<size_t>(bytes))) << recipe << "\n" << describe(plan);
   ASSERT_EQ(0, std::memcmp(pinned.get(), want.data(), static_cast<size_t>(bytes))) << "to pinned: " << recipe;
 
+  // the same stream packed as three ranges cut at random (often unaligned)
+  // bytes, as a large message is packed in chunks
+  int64_t cut[4] = {0, 0, 0, bytes};
+  if (bytes > 0) {
+    cut[1] = static_cast<int64_t>(rng() % static_cast<uint64_t>(bytes + 1));
+    cut[2] = static_cast<int64_t>(rng() % static_cast<uint64_t>(bytes + 1));
+    if (cut[1] > cut[2]) std::swap(cut[1], cut[2]);
+  }
+  CUDA_OK(cudaMemset(dpacked.get(), 0xA5, static_cast<size_t>(bytes)));
+  for (int k = 0; k < 3; ++k)
+    ASSERT_TRUE(dtmpi::pack::pack_device(plan, count, dev.get() + shift, dpacked.get(), 0, nullptr,
+                                         dtmpi::type::PackedRange{cut[k], cut[k + 1] - cut[k]}));
+  CUDA_OK(cudaMemcpy(got.data(), dpacked.get(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), static_cast<size_t>(bytes)))
+      << "in ranges cut at " << cut[1] << ", " << cut[2] << ": " << recipe << "\n" << describe(plan);
+
   auto offs = dtmpi::testing::typemap_offsets(t, count);
   std::sort(offs.begin(), offs.end());
   if (offs.empty() || std::adjacent_find(offs.begin(), offs.end()) != offs.end()) return;
@@ -82,6 +98,14 @@ void check_type(MPI_Datatype t, int count, std::mt19937_64& rng, const std::stri
   std::vector<unsigned char> gpu(static_cast<size_t>(n));
   CUDA_OK(cudaMemcpy(gpu.data(), dev.get(), static_cast<size_t>(n), cudaMemcpyDeviceToHost));
   ASSERT_EQ(gpu, cpu) << "unpack: " << recipe << "\n" << describe(plan);
+
+  CUDA_OK(cudaMemcpy(dev.get(), poison.data(), static_cast<size_t>(n), cudaMemcpyHostToDevice));
+  for (int k = 2; k >= 0; --k)  // any order: each range writes only its own bytes
+    ASSERT_TRUE(dtmpi::pack::unpack_device(plan, count, dpacked.get(), dev.get() + shift, 0, nullptr, {},
+                                           dtmpi::type::PackedRange{cut[k], cut[k + 1] - cut[k]}));
+  CUDA_OK(cudaMemcpy(gpu.data(), dev.get(), static_cast<size_t>(n), cudaMemcpyDeviceToHost));
+  ASSERT_EQ(gpu, cpu) << "unpack in ranges cut at " << cut[1] << ", " << cut[2] << ": " << recipe << "\n"
+                      << describe(plan);
 }
 
 }  // namespace

@@ -110,3 +110,46 @@ TEST(Descriptor, UnknownKindsAndSmallSizesAreRefused) {
   tp::encode(d, wire);
   EXPECT_FALSE(tp::decode(wire, 5, 9, 123456).has_value());
 }
+
+TEST(Descriptor, ChunkCountSurvivesAndOutOfRangeCountsAreRefused) {
+  tp::Descriptor d = ipc_descriptor();
+  unsigned char wire[tp::kDescriptorBytes];
+  d.chunks = 3;
+  tp::encode(d, wire);
+  auto got = tp::decode(wire, 5, 9, 123456);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->chunks, 3);
+  for (int bad : {0, tp::kMaxChunks + 1}) {
+    d.chunks = bad;
+    tp::encode(d, wire);
+    EXPECT_FALSE(tp::decode(wire, 5, 9, 123456).has_value()) << bad << " chunks";
+  }
+}
+
+// The schedule both ends compute: ascending ends that cover the message
+// exactly, in 64-KiB grains but for the last, each chunk (but the last) four
+// times the one before, at most kMaxChunks.
+TEST(Descriptor, ChunkEndsCoverTheMessageInGrowingChunks) {
+  for (int64_t total : {int64_t{1}, int64_t{100000}, int64_t{1} << 20, int64_t{12} << 20, (int64_t{12} << 20) + 7,
+                        int64_t{64} << 20, int64_t{3} << 30}) {
+    int64_t ends[tp::kMaxChunks];
+    const int n = tp::chunk_ends(total, ends);
+    ASSERT_GE(n, 1);
+    ASSERT_LE(n, tp::kMaxChunks);
+    EXPECT_EQ(ends[n - 1], total);
+    for (int k = 0; k < n; ++k) {
+      const int64_t lo = k ? ends[k - 1] : 0;
+      EXPECT_GT(ends[k], lo) << total;
+      if (k + 1 < n) {
+        EXPECT_EQ(ends[k] % (64 * 1024), 0) << total;
+        if (k > 0) {
+          EXPECT_EQ(ends[k] - lo, 4 * (lo - (k > 1 ? ends[k - 2] : 0))) << total;
+        }
+      }
+    }
+  }
+  int64_t ends[tp::kMaxChunks];
+  ASSERT_EQ(tp::chunk_ends(int64_t{64} << 20, ends), 3);  // 4 + 16 + 44 MiB
+  EXPECT_EQ(ends[0], int64_t{4} << 20);
+  EXPECT_EQ(ends[1], int64_t{20} << 20);
+}
