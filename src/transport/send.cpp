@@ -268,69 +268,6 @@ bool chunked(int64_t bytes) {
   return c.ipc_chunk_min > 0 && bytes >= c.ipc_chunk_min && bytes > c.gated_unpack_max;
 }
 
-// The end of every device-method send: the application's request completes
-// once the pack has read its buffer (`reading`), or, until this receiver has
-// once read one of our regions, at the receiver's answer (see hand_to_tail).
-int finish_ipc_send(const Descriptor& d, MPI_Request r, rt::Staging buf, const Result<rt::GpuMarker>& reading,
-                    MPI_Request* request, SendTail& tail) {
-  if (!ipc_read_by(d.receiver_world)) return hand_to_tail(tail, r, buf, reading ? reading.value() : nullptr);
-  return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
-}
-
-// A device-method send packed in `chunks` pieces ending at `ends`, chunk k
-// followed by the write of ready value first.value + k, so the receiver reads
-// each chunk as soon as it is packed (ReceiveOp::read_over_ipc). The
-// descriptor goes first where may_announce_early allows (as for one chunk),
-// else after the packs are queued. Every reserved value is committed, even
-// after a failure, so no receiver and no later transfer waits forever.
-int send_in_chunks(const UserBuffer& b, SendTail& tail, Descriptor& d, const rt::IpcSignal& first, int chunks,
-                   const int64_t* ends, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
-  const int device = b.info.device;
-  MPI_Request r = MPI_REQUEST_NULL;
-  rt::Staging buf;
-  tail.ready = d.ready = first;
-  d.chunks = chunks;
-  const bool early = may_announce_early(b, synchronous);
-  int rc = early ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : MPI_SUCCESS;
-  Status packed = ok_status();
-  for (int k = 0; k < chunks; ++k) {
-    const int64_t lo = k == 0 ? 0 : ends[k - 1];
-    if (rc == MPI_SUCCESS && packed)
-      packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr,
-                                        type::PackedRange{lo, ends[k] - lo});
-    rt::IpcSignal value = first;
-    value.value = first.value + static_cast<uint64_t>(k);
-    if (auto raised = rt::ipc_signal_commit(value); !raised && packed) packed = raised;
-  }
-  DTMPI_TRACE("send: chunked pack queued");
-  rt::count(rt::Counter::kChunkedSends);
-  if (rc != MPI_SUCCESS) return rc;
-  if (!packed) {
-    DTMPI_LOG(kError, "packing a GPU send buffer in chunks failed: %s", packed.error().what.c_str());
-    if (early) complete_descriptor(r, buf, nullptr, nullptr);
-    return MPI_ERR_OTHER;
-  }
-  auto reading = rt::mark(device);
-  if (!reading) {
-    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
-    if (early) {
-      if (!rt::wait_stream(device)) DTMPI_LOG(kError, "packing a GPU send buffer failed");
-    } else {
-      return MPI_ERR_OTHER;
-    }
-  }
-  if (!early) {
-    if (rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
-      if (reading) {
-        if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
-        rt::release_marker(reading.value());
-      }
-      return rc;
-    }
-  }
-  return finish_ipc_send(d, r, buf, reading, request, tail);
-}
-
 // The device method from GPU memory: the receiver's kernel reads tail.device
 // (exported in d.region) once the ready signal says the pack is done, waiting
 // for it on the GPU. Where the signal is a counter and may_announce_early,
@@ -345,37 +282,50 @@ int send_in_chunks(const UserBuffer& b, SendTail& tail, Descriptor& d, const rt:
 // the receiver's bytes are undefined, as with any fault of the device). The
 // application's request (or the blocking call) completes once the pack has
 // read its buffer: a kernel it launches on a stream of its own right after
-// may overwrite it.
+// may overwrite it. A large message (chunked()) is packed in chunks, each
+// followed by its own ready value, so the receiver reads chunk k while the
+// sender still packs the rest (ReceiveOp::read_chunks).
 int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
                   bool synchronous, MPI_Request* request) {
   const int device = b.info.device;
   MPI_Request r = MPI_REQUEST_NULL;
   rt::Staging buf;
-  int64_t ends[kMaxChunks];
-  const int chunks = chunked(b.bytes) ? chunk_ends(b.bytes, ends) : 1;
-  if (chunks > 1) {
-    if (auto first = rt::ipc_signal_reserve(device, chunks)) return send_in_chunks(b, tail, d, first.value(), chunks, ends,
-                                                                                  dest, tag, comm, synchronous, request);
+  // chunked (DTMPI_IPC_CHUNK_MIN): one reserved counter value per chunk; one
+  // chunk: a reserved value where the descriptor may go first, else raised
+  // after the pack (an interprocess event where counters are unavailable)
+  int64_t ends[kMaxChunks] = {b.bytes};
+  int chunks = chunked(b.bytes) ? chunk_ends(b.bytes, ends) : 1;
+  const bool early = may_announce_early(b, synchronous);
+  auto first = chunks > 1 || early ? rt::ipc_signal_reserve(device, chunks)
+                                   : Result<rt::IpcSignal>(Error{kErrUnsupported, "in order"});
+  if (!first && chunks > 1) {
+    chunks = 1;
+    ends[0] = b.bytes;
+    if (early) first = rt::ipc_signal_reserve(device);
   }
-  auto early = may_announce_early(b, synchronous) ? rt::ipc_signal_reserve(device)
-                                                  : Result<rt::IpcSignal>(Error{kErrUnsupported, "in order"});
-  if (early) {
-    tail.ready = d.ready = early.value();
-    const int rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf);
-    auto packed = rc == MPI_SUCCESS ? rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr)
-                                    : ok_status();
-    DTMPI_TRACE("send: pack queued");
-    auto raised = rt::ipc_signal_commit(early.value());
-    if (rc != MPI_SUCCESS) return rc;
-    if (!packed || !raised) {
-      DTMPI_LOG(kError, "packing a GPU send buffer after its announcement failed: %s",
-                (!packed ? packed.error() : raised.error()).what.c_str());
-      complete_descriptor(r, buf, nullptr, nullptr);
-      return MPI_ERR_OTHER;
-    }
-  } else {
-    auto packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr);
-    DTMPI_TRACE("send: pack queued");
+  const bool announce_first = first && early;
+  if (first) {
+    tail.ready = d.ready = first.value();
+    d.chunks = chunks;
+  }
+  int rc = announce_first ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : MPI_SUCCESS;
+  // every reserved value is committed whatever happens, so receivers and
+  // later transfers never wait forever
+  Status packed = ok_status();
+  for (int k = 0; k < chunks; ++k) {
+    const int64_t lo = k == 0 ? 0 : ends[k - 1];
+    if (rc == MPI_SUCCESS && packed)
+      packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr,
+                                        chunks == 1 ? type::PackedRange{} : type::PackedRange{lo, ends[k] - lo});
+    if (!first) continue;
+    rt::IpcSignal value = first.value();
+    value.value += static_cast<uint64_t>(k);
+    if (auto raised = rt::ipc_signal_commit(value); !raised && packed) packed = raised;
+  }
+  DTMPI_TRACE("send: pack queued");
+  if (chunks > 1) rt::count(rt::Counter::kChunkedSends);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!first) {
     auto ready = packed ? rt::ipc_signal_raise(device) : Result<rt::IpcSignal>(packed.error());
     if (!ready) {
       DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ready.error().what.c_str());
@@ -383,12 +333,17 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     }
     tail.ready = d.ready = ready.value();
   }
+  if (!packed) {
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", packed.error().what.c_str());
+    if (announce_first) complete_descriptor(r, buf, nullptr, nullptr);
+    return MPI_ERR_OTHER;
+  }
   auto reading = rt::mark(device);
   DTMPI_TRACE("send: pack marked");
   if (!reading) DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
-  if (!early) {
+  if (!announce_first) {
     if (!reading) return MPI_ERR_OTHER;
-    if (int rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
+    if (rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
       if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
       rt::release_marker(reading.value());
       return rc;
@@ -397,7 +352,8 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     complete_descriptor(r, buf, nullptr, nullptr);
     return MPI_ERR_OTHER;
   }
-  return finish_ipc_send(d, r, buf, reading, request, tail);
+  if (!ipc_read_by(d.receiver_world)) return hand_to_tail(tail, r, buf, reading ? reading.value() : nullptr);
+  return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
 }
 
 }  // namespace
