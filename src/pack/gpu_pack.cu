@@ -215,7 +215,7 @@ template <bool kPack>
 Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s, const Gate& gate = {},
                    type::PackedRange range = {}) {
   if (p.bytes() == 0) return ok_status();
-  const int64_t end = range.bytes < 0 ? p.bytes() : range.first + range.bytes;
+  const int64_t end = range.end_in(p.bytes());
   if (range.first >= end) return ok_status();
   StridedArgs a{};
   a.offset = p.offset;
@@ -354,7 +354,7 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
   if (a.body_bytes == 0 || count == 0) return ok_status();
   int64_t outer = 1;
   for (int d = 0; d < a.ndims; ++d) outer *= a.count[d];
-  const int64_t end = range.bytes < 0 ? a.body_bytes * outer : range.first + range.bytes;
+  const int64_t end = range.end_in(a.body_bytes * outer);
   if (range.first >= end) return ok_status();
   bits |= static_cast<uint64_t>(range.first) | static_cast<uint64_t>(end);
   const int w = word_for(bits);
@@ -381,7 +381,7 @@ Status run(const PackPlan& plan, int64_t count, const void* user_c, void* packed
     StridedPlan whole;
     if (plan.strided_for_count(count, whole)) return run_strided<kPack>(whole, user, out, device, s, gate, range);
     // no dim left for the count: one launch per element the range touches
-    const int64_t end = range.bytes < 0 ? count * plan.size : range.first + range.bytes;
+    const int64_t end = range.end_in(count * plan.size);
     for (int64_t k = 0; k < count; ++k, out += plan.size) {
       const int64_t lo = std::max<int64_t>(range.first - k * plan.size, 0);
       const int64_t hi = std::min<int64_t>(end - k * plan.size, plan.size);

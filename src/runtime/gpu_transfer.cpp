@@ -112,7 +112,7 @@ Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const 
     DTMPI_TRY(pack::unpack_device(plan, count, packed, user, ui.device, s.value(), pack::Gate{gate.word, gate.value},
                                   range));
   } else if (plan.contiguous_for_count(count, offset)) {
-    const int64_t bytes = range.bytes < 0 ? count * plan.size - range.first : range.bytes;
+    const int64_t bytes = range.end_in(count * plan.size) - range.first;
     if (bytes > 0)
       DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset + range.first,
                                        static_cast<const char*>(packed) + range.first, static_cast<size_t>(bytes),
@@ -293,7 +293,7 @@ Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const voi
   DTMPI_TRACE("gpu: pack launching");
   int64_t offset = 0;
   if (plan.contiguous_for_count(count, offset)) {
-    const int64_t bytes = range.bytes < 0 ? count * plan.size - range.first : range.bytes;
+    const int64_t bytes = range.end_in(count * plan.size) - range.first;
     if (bytes > 0)
       DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + range.first,
                                        static_cast<const char*>(user) + offset + range.first,

@@ -119,6 +119,8 @@ struct PackPlan {
 struct PackedRange {
   int64_t first = 0;
   int64_t bytes = -1;
+  // one past the range's last byte in a stream of `total` bytes
+  int64_t end_in(int64_t total) const { return bytes < 0 ? total : first + bytes; }
 };
 
 // First and one-past-last byte offset the plan touches (for one element);
