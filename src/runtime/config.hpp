@@ -29,6 +29,9 @@ struct Config {
   // DTMPI_IPC_CHUNK_MIN: device-method messages above gated_unpack_max and of
   // at least this many bytes are packed and read in chunks (0: never)
   int64_t ipc_chunk_min = 0;
+  // DTMPI_BATCH_PACKS: non-blocking device-method sends queue their packs as
+  // one batch at the next MPI_Wait*/MPI_Test* (runtime/gpu.hpp, pack_later)
+  bool batch_packs = true;
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)
   // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take

@@ -112,7 +112,7 @@ Result<cudaStream_t> stream_for(int device, Lane lane) {
         least = greatest = 0;
       }
       DTMPI_CUDA_CHECK(cudaStreamCreateWithPriority(
-          &created, config().gpu_order_legacy ? cudaStreamDefault : cudaStreamNonBlocking,
+          &created, config().gpu_order_legacy && lane != Lane::kBatch ? cudaStreamDefault : cudaStreamNonBlocking,
           lane == Lane::kSync ? greatest : least));
       std::atomic_ref(g.streams[device][l]).store(created, std::memory_order_release);
       void* flag = nullptr;
@@ -433,6 +433,7 @@ std::string gpu_pool_stats() {
 void release_gpu_resources() {
   Gpu& g = gpu();
   if (!g.enabled) return;
+  stop_batches();
   release_ipc_signals();
   std::lock_guard lock(g.mu);
   if (g.pinned_pool) g.pinned_pool->release_all();

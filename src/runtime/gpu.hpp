@@ -8,6 +8,7 @@
 
 #include "base/result.hpp"
 #include "type/plan.hpp"
+#include "type/registry.hpp"
 
 namespace dtmpi::runtime {
 
@@ -37,7 +38,7 @@ inline const char* kind_name(MemKind k) {
   return "?";
 }
 
-// dtmpi's three streams per device. Transfers queue their sending work on
+// dtmpi's four streams per device. Transfers queue their sending work on
 // kTransfer (packs, ready signals, the pipelined method's copies); reads of a
 // peer's memory (waits for its ready signal, then the unpacks over CUDA IPC)
 // go to kReceive, so that a wait for a peer that is late never holds back this
@@ -46,9 +47,14 @@ inline const char* kind_name(MemKind k) {
 // that depend on nothing queued elsewhere (MPI_Pack of device memory, the
 // one-message methods, collective staging) use kSync, created with the highest
 // priority, so that they neither wait behind the large transfers queued before
-// them nor for thread blocks of those to finish.
-enum class Lane : uint8_t { kTransfer = 0, kSync = 1, kReceive = 2 };
-inline constexpr int kLanes = 3;
+// them nor for thread blocks of those to finish. kBatch, always a
+// non-blocking stream, runs the batched packs (pack_later): they are queued
+// after the application's later work on the legacy default stream, which
+// they must not wait for (that work may wait for this rank's receives, whose
+// senders may wait for these packs); an event orders them after the transfer
+// stream's work up to their sends, and the transfer stream after them.
+enum class Lane : uint8_t { kTransfer = 0, kSync = 1, kReceive = 2, kBatch = 3 };
+inline constexpr int kLanes = 4;
 
 // Synchronous pack/unpack of `count` elements where at least one buffer is on
 // the GPU: kernels straight into/out of device or mapped pinned memory, staged
@@ -215,6 +221,26 @@ uint64_t gpu_identity(int device);
 // those bytes of the packed stream that starts at `dst`).
 Status pack_to_device_async(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                             void* dst, type::PackedRange range = {});
+// Batched sends (DTMPI_BATCH_PACKS): the pack of `count` elements of `user`
+// (GPU ui.device) into device memory `dst`, followed by the write of the
+// reserved ready value `ready` (ipc_signal_reserve), is not queued now but
+// added to the device's open batch; flush_packs queues the batch: one kernel
+// launch for up to 32 packs (pack::pack_pieces_device) and one counter write
+// for all their values. The returned marker reads as not done until then.
+// Flushed by every MPI_Wait*/MPI_Test* (runtime::progress), before anything
+// waits for or commits on the transfer stream (wait_stream, ipc_signal_commit,
+// wait_marker and release_marker of a pending marker), at MPI_Finalize, and,
+// whatever the application does next (it may block in a call dtmpi does not
+// see while a peer waits for these bytes), by a helper thread at most
+// kBatchDelayUs after the batch was opened -- the thread makes CUDA calls
+// only. Values must be reserved and batched by one thread (may_announce_early
+// excludes MPI_THREAD_MULTIPLE). kErrUnsupported: nothing batched, pack now.
+inline constexpr int kBatchDelayUs = 200;
+Result<GpuMarker> pack_later(const type::PlanPtr& plan, int64_t count, const void* user, const PointerInfo& ui,
+                             void* dst, const IpcSignal& ready);
+// Queues the open batch of `device` (-1: of every device).
+Status flush_packs(int device = -1);
+
 // Packs `count` elements of `user` (on a GPU) into a new pooled device buffer
 // on that GPU and waits for it.
 Result<DeviceBuffer> pack_to_device_buffer(const type::PackPlan& plan, int64_t count, const void* user,

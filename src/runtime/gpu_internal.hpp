@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "base/result.hpp"
@@ -49,6 +50,29 @@ struct HostFlag {
 HostFlag raise_host_flag(int device, cudaStream_t s);
 // True once the flag has reached `f.seq` (a load from host memory).
 bool host_flag_reached(int device, HostFlag f);
+// A completion marker (runtime/gpu.hpp's GpuMarker): a pooled event recorded
+// after the work, and, where the marker is watched on a critical path, a host
+// flag raised after it too (polling cudaEventQuery costs over a microsecond a
+// call; the flag is a load). `pending`: handed out for a batched pack not yet
+// queued (gpu_batched_sends.cpp), not done until the batch records it.
+struct Marker {
+  cudaEvent_t event = nullptr;
+  int device = -1;
+  HostFlag flag;       // seq 0: none
+  uint32_t polls = 0;  // flag polls since the last event query
+  bool failed = false; // the batch it waited for failed to launch
+  std::atomic<bool> pending{false};
+};
+// A marker from the pool with an event of `device`, recorded nowhere yet.
+Result<Marker*> take_marker(int device);
+// Records `m` on `s` (and its host flag where `host_visible`).
+Status record_into(Marker* m, cudaStream_t s, bool host_visible);
+// Commits the reserved ready values first..last of `device`'s counter with
+// one write of `last` on `s` (null: the transfer stream) (gpu_signal.cpp; the
+// ordering rules of ipc_signal_commit).
+Status commit_values(int device, uint64_t first, uint64_t last, cudaStream_t s = nullptr);
+// Queues the last batched packs and stops the helper thread (gpu_batched_sends.cpp; at MPI_Finalize).
+void stop_batches();
 // Waits for the work queued on `s` (spin on a stream-written flag, then sync).
 Status finish(int device, cudaStream_t s);
 // How the GPU packers see a staging buffer (mapped unless `via_device`).

@@ -99,6 +99,10 @@ Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const P
   return Error{kErrUnsupported, "built without CUDA"};
 }
 Status wait_stream(int, Lane) { return ok_status(); }
+Result<GpuMarker> pack_later(const type::PlanPtr&, int64_t, const void*, const PointerInfo&, void*, const IpcSignal&) {
+  return Error{kErrUnsupported, "built without CUDA"};
+}
+Status flush_packs(int) { return ok_status(); }
 Status copy_bytes(void* dst, const void* src, size_t bytes, int) {
   if (bytes) std::memcpy(dst, src, bytes);
   return ok_status();

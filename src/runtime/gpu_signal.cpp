@@ -193,20 +193,20 @@ Result<IpcSignal> ipc_signal_reserve(int device, int n) {
   return sig;
 }
 
-Status ipc_signal_commit(const IpcSignal& sig) {
-  if (sig.kind != IpcSignal::Kind::kCounter) return ok_status();
-  Counter& c = signals().counters[sig.device];
-  DeviceScope scope(sig.device);
-  auto s = stream_for(sig.device);
+Status commit_values(int device, uint64_t first, uint64_t last, cudaStream_t on) {
+  Counter& c = signals().counters[device];
+  DeviceScope scope(device);
+  auto s = on ? Result<cudaStream_t>(on) : stream_for(device);
   for (;;) {
     {
       std::lock_guard lock(c.mu);
-      if (c.committed + 1 == sig.value) {
-        c.committed = sig.value;  // taken even on failure: later commits must not wait forever
+      if (c.committed + 1 == first) {
+        c.committed = last;  // taken even on failure: later commits must not wait forever
         if (!s) return s.error();
-        // the default flags fence the write after the work queued before it
+        // the default flags fence the write after the work queued before it;
+        // one write of `last` satisfies every waiter for first..last
         const CUresult e = driver().write_value64(reinterpret_cast<CUstream>(s.value()),
-                                                  reinterpret_cast<CUdeviceptr>(c.word), sig.value,
+                                                  reinterpret_cast<CUdeviceptr>(c.word), last,
                                                   CU_STREAM_WRITE_VALUE_DEFAULT);
         if (e != CUDA_SUCCESS) {
           c.usable = false;
@@ -217,6 +217,14 @@ Status ipc_signal_commit(const IpcSignal& sig) {
     }
     std::this_thread::yield();  // another thread's earlier reservation is not committed yet
   }
+}
+
+Status ipc_signal_commit(const IpcSignal& sig) {
+  if (sig.kind != IpcSignal::Kind::kCounter) return ok_status();
+  // batched packs hold earlier reserved values: they are queued (and their
+  // values committed) first, or this commit would wait for them forever
+  DTMPI_TRY(flush_packs(sig.device));
+  return commit_values(sig.device, sig.value, sig.value);
 }
 
 Result<IpcSignal> ipc_signal_raise(int device) {

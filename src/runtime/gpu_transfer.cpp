@@ -43,20 +43,12 @@ int current_device() {
 
 namespace {
 
-// A marker: a pooled event recorded after the work, and, where the marker is
-// watched on a critical path, a host flag raised after it too (polling
-// cudaEventQuery costs over a microsecond a call; the flag is a load).
-struct Marker {
-  cudaEvent_t event = nullptr;
-  int device = -1;
-  HostFlag flag;       // seq 0: none
-  uint32_t polls = 0;  // flag polls since the last event query
-};
-
 std::mutex g_markers_mu;
 std::vector<Marker*> g_free_markers;
 
-Result<GpuMarker> record_marker(cudaStream_t s, int device, bool host_visible) {
+}  // namespace
+
+Result<Marker*> take_marker(int device) {
   Marker* m = nullptr;
   {
     std::lock_guard lock(g_markers_mu);
@@ -80,16 +72,34 @@ Result<GpuMarker> record_marker(cudaStream_t s, int device, bool host_visible) {
   }
   m->device = device;
   m->polls = 0;
+  m->flag = HostFlag{};
+  m->failed = false;
+  m->pending.store(false, std::memory_order_relaxed);
+  return m;
+}
+
+Status record_into(Marker* m, cudaStream_t s, bool host_visible) {
   const cudaError_t e = cudaEventRecord(m->event, s);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    std::lock_guard lock(g_markers_mu);
-    g_free_markers.push_back(m);
     return Error{kErrCuda, std::string("cudaEventRecord: ") + cudaGetErrorString(e)};
   }
   DTMPI_TRACE("gpu: marker event recorded");
-  m->flag = host_visible ? raise_host_flag(device, s) : HostFlag{};
-  return static_cast<GpuMarker>(m);
+  m->flag = host_visible ? raise_host_flag(m->device, s) : HostFlag{};
+  return ok_status();
+}
+
+namespace {
+
+Result<GpuMarker> record_marker(cudaStream_t s, int device, bool host_visible) {
+  auto m = take_marker(device);
+  if (!m) return m.error();
+  if (auto ok = record_into(m.value(), s, host_visible); !ok) {
+    std::lock_guard lock(g_markers_mu);
+    g_free_markers.push_back(m.value());
+    return ok.error();
+  }
+  return static_cast<GpuMarker>(m.value());
 }
 
 }  // namespace
@@ -126,6 +136,8 @@ Result<GpuMarker> unpack_async(const type::PackPlan& plan, int64_t count, const 
 
 Result<bool> marker_done(GpuMarker gm) {
   auto* m = static_cast<Marker*>(gm);
+  if (m->pending.load(std::memory_order_acquire)) return false;  // its batched pack is not queued yet
+  if (m->failed) return Error{kErrCuda, "a batched pack failed to launch"};
   // the flag first; the event now and then, which also reports a fault (after
   // one, the flag would never be written)
   if (m->flag.seq && host_flag_reached(m->device, m->flag)) return true;
@@ -144,6 +156,8 @@ Result<GpuMarker> mark(int device) {
 }
 
 Status wait_marker(GpuMarker m) {
+  if (static_cast<Marker*>(m)->pending.load(std::memory_order_acquire))
+    DTMPI_TRY(flush_packs(static_cast<Marker*>(m)->device));
   for (;;) {
     auto done = marker_done(m);
     if (!done) return done.error();
@@ -153,6 +167,10 @@ Status wait_marker(GpuMarker m) {
 
 void release_marker(GpuMarker m) {
   if (!m) return;
+  // a batched pack still to be queued records into it: queue it first
+  if (static_cast<Marker*>(m)->pending.load(std::memory_order_acquire) &&
+      !flush_packs(static_cast<Marker*>(m)->device))
+    DTMPI_LOG(kError, "queuing batched packs failed");
   std::lock_guard lock(g_markers_mu);
   g_free_markers.push_back(static_cast<Marker*>(m));
 }
@@ -330,6 +348,7 @@ Status copy_bytes(void* dst, const void* src, size_t bytes, int device) {
 }
 
 Status wait_stream(int device, Lane lane) {
+  if (lane == Lane::kTransfer) DTMPI_TRY(flush_packs(device));  // what waits for the stream waits for those too
   DeviceScope scope(device);
   auto s = stream_for(device, lane);
   if (!s) return s.error();

@@ -137,6 +137,8 @@ bool any_detached() {
 }
 
 void progress() {
+  // every MPI_Wait*/MPI_Test* passes here: the sends batched since the last one are queued now
+  if (!flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   auto& t = table();
   std::vector<std::pair<MPI_Request, PendingOp>> done;
   {

@@ -19,6 +19,8 @@ enum class Counter : int {
   kMultiSends,      // multi-message sends (pipelined, IPC, rendezvous)
   kInPlaceSends,    // of those, read by the receiver where they lie (inside blocking collectives)
   kChunkedSends,    // of those, packed in chunks the receiver reads one by one (DTMPI_IPC_CHUNK_MIN)
+  kBatchedPacks,    // device-method sends whose packs were queued as a batch (DTMPI_BATCH_PACKS) ...
+  kBatchLaunches,   // ... by this many kernel launches
   kMultiRecvs,      // receives that met a multi-message descriptor
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI

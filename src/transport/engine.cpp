@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "runtime/gpu.hpp"
 
 namespace dtmpi::transport {
 
@@ -140,12 +141,15 @@ int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
 }
 
 int run(Operation& op, MPI_Status* status) {
+  // a blocking call: what it waits for may wait for this rank's batched packs
+  if (!runtime::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   while (!op.step()) progress();
   fill_status(op, status);
   return op.error;
 }
 
 void drain() {
+  if (!runtime::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   const auto t0 = std::chrono::steady_clock::now();
   bool warned = false;
   while (busy()) {

@@ -309,6 +309,18 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     d.chunks = chunks;
   }
   int rc = announce_first ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : MPI_SUCCESS;
+  // a non-blocking send to another process known to read over IPC: the pack
+  // joins the batch the next wait queues (runtime::pack_later); the request
+  // completes once the batch has read the buffer. (A message to itself is
+  // not batched: its receive queues the batch as soon as it lands, to keep
+  // its wait behind its producer, so the batch would only ever hold one.)
+  if (rc == MPI_SUCCESS && announce_first && chunks == 1 && request && rt::config().batch_packs &&
+      d.receiver_world != my_world_rank() && ipc_read_by(d.receiver_world)) {
+    if (auto later = rt::pack_later(b.plan, b.count, b.ptr, b.info, tail.device.ptr, first.value())) {
+      DTMPI_TRACE("send: pack batched");
+      return complete_descriptor(r, buf, later.value(), request);
+    }
+  }
   // every reserved value is committed whatever happens, so receivers and
   // later transfers never wait forever
   Status packed = ok_status();
