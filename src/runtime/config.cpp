@@ -34,9 +34,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_IPC_CHUNK_MIN", "0",
      "device method: messages larger than DTMPI_GATED_UNPACK_MAX and of at least this many bytes are packed in up "
      "to 4 chunks, each with its own ready value, and the receiver reads each chunk as soon as it is packed; 0: never"},
-    {"DTMPI_BATCH_PACKS", "1",
+    {"DTMPI_BATCH_PACKS", "0",
      "1: the packs of non-blocking device-method sends are queued together (one kernel launch, one ready-counter "
-     "write) at the next MPI_Wait*/MPI_Test*, or by a helper thread 200 us later; 0: each send queues its own"},
+     "write) at the next MPI_Wait*/MPI_Test*, or by a helper thread 200 us later; 0 (default until measured on two GPUs): each send queues its own"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
     {"DTMPI_RANKS_PER_NODE", "0",
@@ -113,7 +113,7 @@ Config read_environment() {
   c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1);
   c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
   c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", 0, 0);
-  c.batch_packs = flag("DTMPI_BATCH_PACKS", true);
+  c.batch_packs = flag("DTMPI_BATCH_PACKS", false);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);

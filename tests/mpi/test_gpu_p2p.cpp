@@ -402,7 +402,7 @@ bool batching_expected() {
   };
   const std::string m = env("DTMPI_METHOD");
   // (DTMPI_IPC_CHUNK_MIN: messages packed in chunks are not batched)
-  return (m.empty() || m == "auto" || m == "device") && env("DTMPI_BATCH_PACKS") != "0" &&
+  return (m.empty() || m == "auto" || m == "device") && env("DTMPI_BATCH_PACKS") == "1" &&
          std::atol(env("DTMPI_IPC_CHUNK_MIN").c_str()) == 0 &&
          env("DTMPI_TEST_REFUSE_IPC") != "1" && env("DTMPI_CUDA_AWARE") != "1";
 }
