@@ -2,9 +2,10 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles] [--quick]
 # `start` is a session's first call (under 10 minutes on a fresh machine):
-# build, the tests, the halo, and issue 4's pingpong rows (1 MiB, 64 MiB).
+# build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
+# settings still off by default against the default (toggles).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -13,6 +14,7 @@ if [ "$what" = start ]; then
   self="$PWD/scripts/gpu-check.sh"
   bash "$self" build && bash "$self" test && bash "$self" halo
   bash "$self" issue4
+  bash "$self" toggles
   exit $?
 fi
 out=${OUT:-$PWD/gpu-out}
@@ -93,6 +95,23 @@ if [ "$what" = issue4 ]; then
   for f in "1024 KiB" "4096 KiB" "65536 KiB"; do
     mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn"
   done | tee "$out/gpu-pingpong-issue4.txt"
+fi
+
+if [ "$what" = toggles ]; then
+  # the settings that are off until measured on two GPUs, each against the
+  # default in the same call: DTMPI_BATCH_PACKS on the halo (isend variant),
+  # DTMPI_IPC_CHUNK_MIN on issue 4's 64 MiB rows
+  step "DTMPI_BATCH_PACKS=0/1: dtmpi-bench halo --gpu --iters 5, 2 ranks"
+  for v in 0 1 0 1; do
+    echo "--- DTMPI_BATCH_PACKS=$v"
+    DTMPI_BATCH_PACKS=$v timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench halo --gpu --iters 5 | grep -E "^(isend|alltoall|limit)"
+  done 2>&1 | tee "$out/gpu-toggle-batch.txt"
+  step "DTMPI_IPC_CHUNK_MIN=0/8M: dtmpi-bench pingpong --gpu --quick, 64 MiB objects"
+  for v in 0 8M 0 8M; do
+    echo "--- DTMPI_IPC_CHUNK_MIN=$v"
+    DTMPI_IPC_CHUNK_MIN=$v timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "65536 KiB" \
+      2>&1 | grep -E "65536"
+  done 2>&1 | tee "$out/gpu-toggle-chunks.txt"
 fi
 
 if [ "$what" = chunks ]; then
