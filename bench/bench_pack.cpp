@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -178,6 +179,25 @@ int bench_pack(int argc, char** argv) {
       cases.push_back({"halo face " + std::string(ax) + " " + std::to_string(n) + "^3 r3 q8", commit(t),
                        axis == 2 ? 192 : n * 64});
     }
+  }
+  // the regions of dtmpi-bench halo's layout ([quantity][z][y][x], rows padded
+  // to 512 B), radius 3, 8 quantities: at 32^3 the halo's CPU exchange sat at
+  // parity with the system MPI (bench/results/halo-cpu-*)
+  for (int n : quick ? std::vector<int>{32} : std::vector<int>{32, 128}) {
+    const int r = 3, m = n + 2 * r, row = (m * 8 + 511) / 512 * 512;
+    auto region = [&](std::array<int, 3> len, std::array<int, 3> lo) {  // x, y, z in cells
+      const int sizes[3] = {m, m, row}, sub[3] = {len[2], len[1], len[0] * 8}, start[3] = {lo[2], lo[1], lo[0] * 8};
+      MPI_Datatype one, all;
+      MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_BYTE, &one);
+      MPI_Type_create_hvector(8, 1, MPI_Aint{row} * m * m, one, &all);
+      MPI_Type_free(&one);
+      return commit(all);
+    };
+    cases.push_back({"halo " + std::to_string(n) + "^3 x-face (pitched)", region({r, n, n}, {r, r, r}), 24});
+    cases.push_back({"halo " + std::to_string(n) + "^3 y-face (pitched)", region({n, r, n}, {r, r, r}), 8 * n});
+    cases.push_back({"halo " + std::to_string(n) + "^3 z-face (pitched)", region({n, n, r}, {r, r, r}), 8 * n});
+    cases.push_back({"halo " + std::to_string(n) + "^3 x-edge (pitched)", region({r, r, n}, {r, r, r}), 24});
+    cases.push_back({"halo " + std::to_string(n) + "^3 corner (pitched)", region({r, r, r}, {r, r, r}), 24});
   }
   for (auto& c : cases) {
     if (filter.empty() || c.name.find(filter) != std::string::npos) run_case(c, rows, max_span);

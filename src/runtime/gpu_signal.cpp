@@ -222,9 +222,11 @@ Status commit_values(int device, uint64_t first, uint64_t last, cudaStream_t on)
 Status ipc_signal_commit(const IpcSignal& sig) {
   if (sig.kind != IpcSignal::Kind::kCounter) return ok_status();
   // batched packs hold earlier reserved values: they are queued (and their
-  // values committed) first, or this commit would wait for them forever
-  DTMPI_TRY(flush_packs(sig.device));
-  return commit_values(sig.device, sig.value, sig.value);
+  // values committed) first, or this commit would wait for them forever; a
+  // failed batch has committed its values too, so this value still is
+  auto flushed = flush_packs(sig.device);
+  auto committed = commit_values(sig.device, sig.value, sig.value);
+  return flushed ? committed : flushed;
 }
 
 Result<IpcSignal> ipc_signal_raise(int device) {
