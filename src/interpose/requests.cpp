@@ -44,6 +44,14 @@ void finish(MPI_Request orig, MPI_Status& st, int& rc) {
   if (frc != MPI_SUCCESS && rc == MPI_SUCCESS) rc = frc;
 }
 
+// The same for many requests completed by one call: one-message receives
+// into GPU memory are unpacked together (runtime::finish_tracked_all).
+void finish_all(const MPI_Request* orig, MPI_Status* st, int n, int& rc) {
+  if (!rt::any_tracked()) return;
+  const int frc = rt::finish_tracked_all(orig, st, n);
+  if (frc != MPI_SUCCESS && rc == MPI_SUCCESS) rc = frc;
+}
+
 // While transfers are in flight a blocking wait must not sleep inside the
 // system MPI: it becomes a loop of the interposed test, which runs progress.
 // `test(flag)` returns an MPI code and sets flag when the wait is over.
@@ -100,7 +108,7 @@ DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statu
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(count);
   int rc = REAL(MPI_Waitall)(count, requests, st.data());
-  for (int i = 0; i < count; ++i) finish(orig[i], st[i], rc);
+  finish_all(orig.data(), st.data(), count, rc);
   copy_out(st, statuses, count);
   return rc;
 }
@@ -111,8 +119,7 @@ DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_S
   std::vector<MPI_Request> orig(requests, requests + count);
   auto st = fresh_statuses(count);
   int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
-  if (*flag)
-    for (int i = 0; i < count; ++i) finish(orig[i], st[i], rc);
+  if (*flag) finish_all(orig.data(), st.data(), count, rc);
   copy_out(st, statuses, count);
   return rc;
 }
@@ -151,8 +158,11 @@ int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indi
   std::vector<MPI_Request> orig(requests, requests + incount);
   auto st = fresh_statuses(incount);
   int rc = fn(incount, requests, outcount, indices, st.data());
-  if (*outcount != MPI_UNDEFINED)
-    for (int k = 0; k < *outcount; ++k) finish(orig[static_cast<size_t>(indices[k])], st[static_cast<size_t>(k)], rc);
+  if (*outcount != MPI_UNDEFINED && *outcount > 0) {
+    std::vector<MPI_Request> done(static_cast<size_t>(*outcount));
+    for (int k = 0; k < *outcount; ++k) done[static_cast<size_t>(k)] = orig[static_cast<size_t>(indices[k])];
+    finish_all(done.data(), st.data(), *outcount, rc);
+  }
   if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
     for (int k = 0; k < *outcount; ++k) statuses[k] = st[static_cast<size_t>(k)];
   return rc;

@@ -110,6 +110,20 @@ Status stage_out_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui,
 Status stage_in_pieces(const PieceRef* pieces, size_t n, const Staging& staging, const PointerInfo& ui,
                        int64_t total, bool via_device);
 
+// Single-message receives completed together (one MPI_Waitall): `count`
+// elements of `plan` from the mapped pinned staging buffer `packed` into GPU
+// memory `user` (ui). unpack_received unpacks them all with one batched
+// kernel launch per device (per 32 strided pieces) and one wait, instead of a
+// launch and a wait each.
+struct ReceivedPiece {
+  const type::PackPlan* plan = nullptr;
+  int64_t count = 0;
+  const void* packed = nullptr;
+  void* user = nullptr;
+  PointerInfo ui;
+};
+Status unpack_received(const ReceivedPiece* pieces, size_t n);
+
 // --- Pieces of the multi-message transfers (src/transport) -----------------
 
 // A pooled device buffer on `device`.

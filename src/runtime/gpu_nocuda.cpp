@@ -99,6 +99,9 @@ Status pack_to_device_async(const type::PackPlan&, int64_t, const void*, const P
   return Error{kErrUnsupported, "built without CUDA"};
 }
 Status wait_stream(int, Lane) { return ok_status(); }
+Status unpack_received(const ReceivedPiece*, size_t n) {
+  return n ? Error{kErrUnsupported, "built without CUDA"} : ok_status();
+}
 Result<GpuMarker> pack_later(const type::PlanPtr&, int64_t, const void*, const PointerInfo&, void*, const IpcSignal&) {
   return Error{kErrUnsupported, "built without CUDA"};
 }

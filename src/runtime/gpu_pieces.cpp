@@ -120,4 +120,24 @@ Status stage_in_pieces(const PieceRef* pieces, size_t n, const Staging& staging,
   return unpack_pieces(pieces, n, staging.ptr, staging_info(staging, via_device), ui, total);
 }
 
+Status unpack_received(const ReceivedPiece* pieces, size_t n) {
+  std::vector<bool> done(n, false);
+  for (size_t first = 0; first < n; ++first) {
+    if (done[first]) continue;
+    const int device = pieces[first].ui.device;  // every piece of this device in one launch
+    std::vector<pack::DevicePiece> batch;
+    for (size_t i = first; i < n; ++i)
+      if (!done[i] && pieces[i].ui.device == device) {
+        batch.push_back({pieces[i].plan, pieces[i].count, pieces[i].user, const_cast<void*>(pieces[i].packed)});
+        done[i] = true;
+      }
+    DeviceScope scope(device);
+    auto s = stream_for(device, Lane::kSync);
+    if (!s) return s.error();
+    DTMPI_TRY(pack::unpack_pieces_device(batch.data(), batch.size(), device, s.value()));
+    DTMPI_TRY(finish(device, s.value()));
+  }
+  return ok_status();
+}
+
 }  // namespace dtmpi::runtime

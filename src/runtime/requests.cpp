@@ -98,22 +98,88 @@ bool take_one(MPI_Request req, PendingOp& op) {
 
 }  // namespace
 
+namespace {
+
+// The rest of a taken op once its request completed with `status`: the
+// unpack of a receive (unless `unpacked` already), the wait for a send's
+// pack, its buffers returned. Returns an MPI error code.
+int finish_op(PendingOp& op, MPI_Status* status, bool unpacked) {
+  int rc = MPI_SUCCESS;
+  if (op.kind == PendingOp::Kind::kRecv && !unpacked) rc = finish_receive(op, status);
+  if (op.kind == PendingOp::Kind::kCompletion && op.completion) rc = op.completion->finish();
+  if (op.reading) {
+    if (auto done = wait_marker(op.reading); !done) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
+      rc = MPI_ERR_OTHER;
+    }
+    release_marker(op.reading);
+  }
+  release_staging(op.staging);
+  release_device_buffer(op.device);
+  return rc;
+}
+
+// The elements of a one-message receive that unpack_received can take
+// (GPU memory from mapped pinned staging, the whole elements that arrived),
+// or 0.
+int64_t batchable_elements(const PendingOp& op, const MPI_Status* st) {
+  if (op.kind != PendingOp::Kind::kRecv || op.device.ptr || op.via_device || !op.staging.pinned ||
+      !on_gpu(op.user_info) || !op.plan || op.plan->size <= 0 || st->MPI_ERROR != MPI_SUCCESS)
+    return 0;
+  int cancelled = 0, bytes = 0;
+  PMPI_Test_cancelled(st, &cancelled);
+  PMPI_Get_count(st, MPI_BYTE, &bytes);
+  if (cancelled || bytes % op.plan->size != 0) return 0;  // partial elements: finish_receive reports them
+  return bytes / op.plan->size;
+}
+
+}  // namespace
+
 int finish_tracked(MPI_Request req, MPI_Status* status) {
   int rc = MPI_SUCCESS;
   for (PendingOp op; take_one(req, op); op = PendingOp{}) {
     g_tracked.fetch_sub(1, std::memory_order_relaxed);
-    int orc = MPI_SUCCESS;
-    if (op.kind == PendingOp::Kind::kRecv) orc = finish_receive(op, status);
-    if (op.kind == PendingOp::Kind::kCompletion && op.completion) orc = op.completion->finish();
-    if (op.reading) {
-      if (auto done = wait_marker(op.reading); !done) {
-        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
-        orc = MPI_ERR_OTHER;
-      }
-      release_marker(op.reading);
+    const int orc = finish_op(op, status, false);
+    if (rc == MPI_SUCCESS) rc = orc;
+  }
+  return rc;
+}
+
+int finish_tracked_all(const MPI_Request* reqs, MPI_Status* statuses, int n) {
+  struct Taken {
+    PendingOp op;
+    MPI_Status* status;
+    bool unpacked = false;
+  };
+  std::vector<Taken> taken;
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL || statuses[i].MPI_ERROR == MPI_ERR_PENDING) continue;
+    for (PendingOp op; take_one(reqs[i], op); op = PendingOp{}) {
+      g_tracked.fetch_sub(1, std::memory_order_relaxed);
+      taken.push_back({std::move(op), &statuses[i]});
     }
-    release_staging(op.staging);
-    release_device_buffer(op.device);
+  }
+  int rc = MPI_SUCCESS;
+  // the one-message receives into GPU memory: one batched unpack (when more
+  // than one, else the usual path)
+  std::vector<ReceivedPiece> pieces;
+  std::vector<size_t> which;
+  for (size_t k = 0; k < taken.size(); ++k)
+    if (const int64_t elements = batchable_elements(taken[k].op, taken[k].status)) {
+      const PendingOp& op = taken[k].op;
+      pieces.push_back({op.plan.get(), elements, op.staging.ptr, op.user, op.user_info});
+      which.push_back(k);
+    }
+  if (pieces.size() > 1) {
+    DTMPI_TRACE("recv: one-message receives unpacked together");
+    if (auto ok = unpack_received(pieces.data(), pieces.size()); !ok) {
+      DTMPI_LOG(kError, "unpacking received messages failed: %s", ok.error().what.c_str());
+      rc = MPI_ERR_OTHER;
+    }
+    for (size_t k : which) taken[k].unpacked = true;
+  }
+  for (auto& t : taken) {
+    const int orc = finish_op(t.op, t.status, t.unpacked);
     if (rc == MPI_SUCCESS) rc = orc;
   }
   return rc;

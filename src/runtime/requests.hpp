@@ -49,6 +49,11 @@ bool is_tracked(MPI_Request req);
 // The system MPI reported `req` complete with `status` (never null): finish
 // the operation (unpack, release). Returns an MPI error code.
 int finish_tracked(MPI_Request req, MPI_Status* status);
+// The same for the `n` requests of one MPI_Waitall/MPI_Testall/MPI_Waitsome
+// (`reqs[i]` as the application passed it, completed with `statuses[i]`;
+// MPI_REQUEST_NULL and MPI_ERR_PENDING entries skipped): one-message receives
+// into GPU memory are unpacked by one batched launch. Returns the first error.
+int finish_tracked_all(const MPI_Request* reqs, MPI_Status* statuses, int n);
 // MPI_Request_free of a tracked request: keep the real request and finish it
 // from progress(). Returns true if `req` was tracked.
 bool detach(MPI_Request req);

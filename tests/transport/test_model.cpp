@@ -195,6 +195,10 @@ TEST(Model, MeasuredFileFromDtmpiMeasure) {
   EXPECT_FALSE(tp::current_model().defaults) << "dtmpi-measure's file was not accepted";
   EXPECT_GE(tp::current_model().mpi.bytes.size(), 7u);
   EXPECT_EQ(tp::current_model().mpi.bytes.back(), 67108864.0);
-  EXPECT_GT(tp::current_model().mpi.at(1 << 20), tp::current_model().mpi.at(1));
+  // measured on a loaded CI machine (ctest -j, two cores): 1-byte latencies
+  // spike to milliseconds when ranks are descheduled, so only the largest
+  // size, which takes several milliseconds anyway, is compared with the smallest
+  for (double b : tp::current_model().mpi.bytes) EXPECT_GT(tp::current_model().mpi.at(b), 0.0) << b << " bytes";
+  EXPECT_GT(tp::current_model().mpi.at(67108864.0), tp::current_model().mpi.at(1));
   unsetenv("DTMPI_CACHE_DIR");
 }
