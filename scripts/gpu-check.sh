@@ -104,12 +104,12 @@ if [ "$what" = toggles ]; then
   step "DTMPI_BATCH_PACKS=0/1: dtmpi-bench halo --gpu --iters 5, 2 ranks"
   for v in 0 1 0 1; do
     echo "--- DTMPI_BATCH_PACKS=$v"
-    DTMPI_BATCH_PACKS=$v timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench halo --gpu --iters 5 | grep -E "^(isend|alltoall|limit)"
+    DTMPI_BATCH_PACKS=$v timeout 60 mpiexec -n 2 $build/bench/dtmpi-bench halo --gpu --iters 5 | grep -E "^(isend|alltoall|limit)"
   done 2>&1 | tee "$out/gpu-toggle-batch.txt"
   step "DTMPI_IPC_CHUNK_MIN=0/8M: dtmpi-bench pingpong --gpu --quick, 64 MiB objects"
   for v in 0 8M 0 8M; do
     echo "--- DTMPI_IPC_CHUNK_MIN=$v"
-    DTMPI_IPC_CHUNK_MIN=$v timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "65536 KiB" \
+    DTMPI_IPC_CHUNK_MIN=$v timeout 60 mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "65536 KiB" \
       2>&1 | grep -E "65536"
   done 2>&1 | tee "$out/gpu-toggle-chunks.txt"
 fi
