@@ -23,7 +23,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kBatchDims = 3;
-constexpr int kBatchMax = 32;  // entries per launch: the parameter block stays under 4 KiB
+constexpr int kBatchMax = kPiecesPerLaunch;
 constexpr int kUnroll = 4;
 
 struct BatchEntry {

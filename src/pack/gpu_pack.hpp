@@ -43,7 +43,9 @@ struct DevicePiece {
   void* user = nullptr;
   void* packed = nullptr;
 };
-// Packs (unpacks) every piece with one kernel launch per up to 32 pieces of
+// Pieces one batched launch takes (its parameter block stays under 4 KiB).
+inline constexpr int kPiecesPerLaunch = 32;
+// Packs (unpacks) every piece with one kernel launch per up to kPiecesPerLaunch pieces of
 // strided layout (at most 3 dims for their count); others take a launch
 // each. `launches` (optional) tells how many launches were made.
 Status pack_pieces_device(const DevicePiece* pieces, size_t n, int device, GpuStream stream,

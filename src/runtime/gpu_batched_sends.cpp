@@ -6,6 +6,7 @@
 // batch they cost one launch per 32 packs, one counter write and one flag.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -38,7 +39,9 @@ struct Batches {
   std::mutex mu;
   std::condition_variable wake;
   std::vector<BatchedPack> open[kMaxDevices];
-  int open_packs = 0;
+  // packs batched and not yet queued; written under `mu`, read without it by
+  // flush_packs (every MPI_Wait*/MPI_Test* asks, batching on or off)
+  std::atomic<int> open_packs{0};
   Clock::time_point opened;  // when the oldest open pack was batched
   cudaEvent_t sent[kMaxDevices] = {};  // recorded on the transfer stream at each batched send
   cudaEvent_t done[kMaxDevices] = {};  // recorded on the batch stream after each batch
@@ -79,16 +82,15 @@ Status flush_locked(Batches& b, int device) {
   DTMPI_TRACE("gpu: batched packs queued");
   // values were reserved one after another by one thread: one write of the
   // last commits them all (commit_values checks they follow the committed ones)
-  Status committed = commit_values(device, list.front().value, list.back().value, s ? s.value() : nullptr);
+  Status committed = ok_status();
   for (size_t i = 1; i < list.size() && committed; ++i)
     if (list[i].value != list[i - 1].value + 1)
       committed = Error{kErrCuda, "batched ready values are not consecutive"};
-  HostFlag flag;
-  for (auto& p : list) {
-    Marker* m = p.marker;
-    m->failed = !packed || !record_into(m, s.value(), false);
-    if (&p == &list.back() && !m->failed) flag = raise_host_flag(device, s.value());
-  }
+  if (auto ok = commit_values(device, list.front().value, list.back().value, s ? s.value() : nullptr);
+      !ok && committed)
+    committed = ok;
+  for (auto& p : list) p.marker->failed = !packed || !record_into(p.marker, s.value(), false);
+  const HostFlag flag = list.back().marker->failed ? HostFlag{} : raise_host_flag(device, s.value());
   for (auto& p : list) {
     p.marker->flag = flag;
     p.marker->pending.store(false, std::memory_order_release);
@@ -165,12 +167,13 @@ Result<GpuMarker> pack_later(const type::PlanPtr& plan, int64_t count, const voi
   b.open[ui.device].push_back({plan, count, const_cast<void*>(user), dst, ready.value, m.value()});
   ++b.open_packs;
   // a full launch's worth goes now (a failure shows in its markers)
-  if (b.open[ui.device].size() >= 32 && !flush_locked(b, ui.device)) DTMPI_LOG(kError, "queuing batched packs failed");
+  if (b.open[ui.device].size() >= static_cast<size_t>(pack::kPiecesPerLaunch) && !flush_locked(b, ui.device)) DTMPI_LOG(kError, "queuing batched packs failed");
   return static_cast<GpuMarker>(m.value());
 }
 
 Status flush_packs(int device) {
   Batches& b = batches();
+  if (b.open_packs.load(std::memory_order_acquire) == 0) return ok_status();  // the usual case: no lock
   std::lock_guard lock(b.mu);
   if (b.open_packs == 0) return ok_status();
   if (device < 0) return flush_all_locked(b);

@@ -47,14 +47,26 @@ bool is_tracked(MPI_Request req) {
   return t.ops.count(req) != 0;
 }
 
-int finish_receive(PendingOp& op, MPI_Status* st) {
+namespace {
+
+// What a completed one-message receive brought: false if nothing to unpack
+// (cancelled, failed); else its bytes and the whole elements among them.
+bool landed(const PendingOp& op, const MPI_Status* st, int& bytes, int64_t& elements) {
   int cancelled = 0;
   PMPI_Test_cancelled(st, &cancelled);
-  if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return MPI_SUCCESS;
-  int bytes = 0;
+  if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return false;
   PMPI_Get_count(st, MPI_BYTE, &bytes);
+  elements = op.plan->size > 0 ? bytes / op.plan->size : 0;
+  return true;
+}
+
+}  // namespace
+
+int finish_receive(PendingOp& op, MPI_Status* st) {
+  int bytes = 0;
+  int64_t elements = 0;
+  if (!landed(op, st, bytes, elements)) return MPI_SUCCESS;
   const int64_t size = op.plan->size;
-  const int64_t elements = size > 0 ? bytes / size : 0;
   if (size > 0 && bytes % size != 0) {
     // a partial element: only whole elements are unpacked (the status still
     // tells the exact byte count)
@@ -124,13 +136,12 @@ int finish_op(PendingOp& op, MPI_Status* status, bool unpacked) {
 // or 0.
 int64_t batchable_elements(const PendingOp& op, const MPI_Status* st) {
   if (op.kind != PendingOp::Kind::kRecv || op.device.ptr || op.via_device || !op.staging.pinned ||
-      !on_gpu(op.user_info) || !op.plan || op.plan->size <= 0 || st->MPI_ERROR != MPI_SUCCESS)
+      !on_gpu(op.user_info) || !op.plan || op.plan->size <= 0)
     return 0;
-  int cancelled = 0, bytes = 0;
-  PMPI_Test_cancelled(st, &cancelled);
-  PMPI_Get_count(st, MPI_BYTE, &bytes);
-  if (cancelled || bytes % op.plan->size != 0) return 0;  // partial elements: finish_receive reports them
-  return bytes / op.plan->size;
+  int bytes = 0;
+  int64_t elements = 0;
+  if (!landed(op, st, bytes, elements) || bytes % op.plan->size != 0) return 0;  // partial: finish_receive reports it
+  return elements;
 }
 
 }  // namespace

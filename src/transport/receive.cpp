@@ -236,9 +236,10 @@ bool ReceiveOp::read_over_ipc() {
   if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0 || rt::config().test_refuse_ipc) return false;
   const int device = rt::on_gpu(b_.info) ? b_.info.device : rt::current_device();
   const bool local = d_.sender_world == my_world_rank();  // a message to itself
-  // its pack may sit in this process's open batch (runtime::pack_later): queued
-  // first, so the wait below never precedes its own producer on this GPU (a
-  // gated kernel queued first could hold every SM slot the pack needs)
+  // messages to itself are never batched (send_over_ipc), but this process's
+  // batched packs for others are queued first all the same, so no gated
+  // kernel of this GPU is ever queued ahead of any pack of this process (it
+  // could hold every SM slot the pack needs); an atomic load when none is open
   if (local && !rt::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   auto peer = rt::ipc_open(d_.sender_world, d_.region, device, local);
   DTMPI_TRACE("recv: region opened");
