@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|batchhang] [--quick]
 # `start` is a session's first call (under 10 minutes on a fresh machine):
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
@@ -112,6 +112,39 @@ if [ "$what" = toggles ]; then
     DTMPI_IPC_CHUNK_MIN=$v timeout 60 mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "65536 KiB" \
       2>&1 | grep -E "65536"
   done 2>&1 | tee "$out/gpu-toggle-chunks.txt"
+fi
+
+if [ "$what" = batchhang ]; then
+  # session 7: one 128^3 run with 2 ranks sharing one GPU and DTMPI_BATCH_PACKS=1 did not finish in 120 s.
+  # Repeat it (alternating with batching off); a run still going after 75 s gets every thread's backtrace.
+  step "128^3 halo, 2 ranks on one GPU, DTMPI_BATCH_PACKS 1/0/1/0 (75 s each, backtraces if hung)"
+  for v in ${HANG_RUNS:-1 0 1 0}; do
+    echo "--- DTMPI_BATCH_PACKS=$v"
+    rm -f "$out"/hang-trace.*.txt
+    DTMPI_TRACE="$out/hang-trace" DTMPI_BATCH_PACKS=$v CUDA_VISIBLE_DEVICES=0 timeout 300 mpiexec -n 2 $build/bench/dtmpi-bench halo --gpu \
+      --iters 3 --size 128 > "$out/batchhang-run.txt" 2>&1 &
+    pid=$!
+    for _ in $(seq 75); do kill -0 $pid 2>/dev/null || break; sleep 1; done
+    if kill -0 $pid 2>/dev/null; then
+      echo "still running after 75 s: each rank's last trace points (SIGUSR1 writes the trace ring)"
+      pkill -USR1 -x dtmpi-bench; sleep 2
+      for f in "$out"/hang-trace.*.txt; do
+        echo "## $f ($(wc -l < "$f") points)"; tail -n ${HANG_TAIL:-45} "$f"; cp "$f" "$f.hung-$RANDOM"
+      done
+      gdb=$(command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null)
+      [ -n "$gdb" ] && for p in $(pgrep -x dtmpi-bench); do
+        timeout 90 "$gdb" -p "$p" -batch -ex "info cuda contexts" -ex "info cuda kernels" -ex "info cuda blocks" \
+          -ex "thread apply all bt" > "$out/bt-$v-$p.txt" 2>&1
+        echo "## process $p: GPU kernels, then the main thread"
+        awk '/^Thread [0-9]+ /{exit} {print}' "$out/bt-$v-$p.txt" | grep -v "^\[New\|^\[Thread\|^$" | cut -c1-220 | head -40
+        grep -E "^#[0-9]+ .*(dtmpi|MPI_|cu[A-Z])" "$out/bt-$v-$p.txt" | head -12
+      done
+      pkill -x dtmpi-bench
+      [ -n "${HANG_STOP:-}" ] && { wait $pid; break; }
+    fi
+    wait $pid; echo "rc $?"
+    grep -E "^(isend|alltoall|limit)" "$out/batchhang-run.txt"; cp "$out/batchhang-run.txt" "$out/batchhang-$v-$RANDOM.txt"
+  done
 fi
 
 if [ "$what" = chunks ]; then

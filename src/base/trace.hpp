@@ -1,7 +1,7 @@
 // Timestamped trace points for finding where the time of a transfer goes
 // (DTMPI_TRACE=<path prefix>). Each process keeps the last 64Ki points in a
 // ring (a steady-clock nanosecond stamp and a static label) and writes them to
-// <prefix>.<world rank>.txt at MPI_Finalize; tools/trace_timeline.py merges
+// <prefix>.<world rank>.txt at MPI_Finalize (or on SIGUSR1, for hung runs); tools/trace_timeline.py merges
 // the files of one node (the clock is the node's CLOCK_MONOTONIC). When the
 // variable is unset a trace point costs one relaxed load.
 #pragma once
@@ -13,6 +13,9 @@ extern std::atomic<bool> g_enabled;
 void point(const char* label);
 // Writes the ring to the file of `rank` (no-op when tracing is off).
 void dump(int rank);
+// A hung process's ring: with tracing on, SIGUSR1 writes it to the file of
+// `rank` (as MPI_Finalize would), so `kill -USR1` shows where each rank stopped.
+void dump_on_signal(int rank);
 
 }  // namespace dtmpi::trace
 

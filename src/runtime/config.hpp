@@ -30,8 +30,9 @@ struct Config {
   // at least this many bytes are packed and read in chunks (0: never)
   int64_t ipc_chunk_min = 0;
   // DTMPI_BATCH_PACKS: non-blocking device-method sends queue their packs as
-  // one batch at the next MPI_Wait*/MPI_Test* (runtime/gpu.hpp, pack_later);
-  // off until measured on two GPUs
+  // one batch at the next MPI_Wait*/MPI_Test* (runtime/gpu.hpp, pack_later),
+  // for receivers that gate on another GPU only (transport/send.cpp); off
+  // until measured on two GPUs
   bool batch_packs = false;
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)

@@ -130,6 +130,7 @@ void helper_loop() {
       b.wake.wait_until(lock, due);
       continue;
     }
+    DTMPI_TRACE("gpu: helper queues the batch");
     if (!flush_all_locked(b)) DTMPI_LOG(kError, "queuing batched packs from the helper thread failed");
   }
 }
@@ -165,6 +166,7 @@ Result<GpuMarker> pack_later(const type::PlanPtr& plan, int64_t count, const voi
     b.wake.notify_one();
   }
   b.open[ui.device].push_back({plan, count, const_cast<void*>(user), dst, ready.value, m.value()});
+  DTMPI_TRACE("gpu: pack batched");
   ++b.open_packs;
   // a full launch's worth goes now (a failure shows in its markers)
   if (b.open[ui.device].size() >= static_cast<size_t>(pack::kPiecesPerLaunch) && !flush_locked(b, ui.device)) DTMPI_LOG(kError, "queuing batched packs failed");

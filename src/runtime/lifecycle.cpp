@@ -19,6 +19,7 @@ void on_mpi_initialized() {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   log::set_rank(rank);
+  trace::dump_on_signal(rank);
   if (rank == 0) {
     for (const auto& name : unknown_variables())
       DTMPI_LOG(kWarn, "unknown variable %s ignored (see docs/configuration.md)", name.c_str());

@@ -34,7 +34,10 @@ enum class Wire : uint32_t {
 // Answers on ack_tag: what the receiver did with a kIpc transfer. kSendPayload
 // (the region cannot be mapped here): the sender sends the packed bytes on the
 // private communicator from its progress, and pipelines later transfers.
-enum class Ack : int32_t { kRead = 0, kSendPayload = 1, kDiscard = 2 };
+// kReadGated: read as kRead, by an unpack kernel on another GPU that polled
+// the ready counter itself (pack::Gate) -- the only kind of reader a sender
+// may batch its packs for (DTMPI_BATCH_PACKS, transport/send.cpp).
+enum class Ack : int32_t { kRead = 0, kSendPayload = 1, kDiscard = 2, kReadGated = 3 };
 
 struct Descriptor {
   Wire wire = Wire::kPipelined;

@@ -29,9 +29,11 @@ void mark_no_ipc(int world_rank);
 // A peer that has read one of this rank's IPC regions (acknowledged a device
 // transfer as read) can map them: until then a device-method send completes
 // only at the receiver's answer, which may ask this rank for the payload
-// (transport/send.cpp).
-void mark_ipc_read_by(int world_rank);
+// (transport/send.cpp). `gated`: its last read was a gated unpack kernel on
+// another GPU (Ack::kReadGated).
+void mark_ipc_read_by(int world_rank, bool gated);
 bool ipc_read_by(int world_rank);
+bool ipc_read_gated_by(int world_rank);
 // True when some rank of the job may send a multi-message transfer (one uses
 // a GPU, or the host test mode is on, and the system MPI is not CUDA-aware):
 // receives must then look for descriptors.

@@ -56,7 +56,8 @@ bool SendTail::step() {
     PMPI_Test(&ack_req, &flag, MPI_STATUS_IGNORE);
     if (!flag) return false;
     DTMPI_TRACE("send: ack received");
-    if (static_cast<Ack>(ack) == Ack::kRead) mark_ipc_read_by(peer_world);
+    if (static_cast<Ack>(ack) == Ack::kRead || static_cast<Ack>(ack) == Ack::kReadGated)
+      mark_ipc_read_by(peer_world, static_cast<Ack>(ack) == Ack::kReadGated);
     if (static_cast<Ack>(ack) == Ack::kSendPayload) {
       // the receiver cannot map this over IPC: the packed bytes go to it on
       // the private communicator, and later transfers to it are pipelined
@@ -309,13 +310,19 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     d.chunks = chunks;
   }
   int rc = announce_first ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : MPI_SUCCESS;
-  // a non-blocking send to another process known to read over IPC: the pack
-  // joins the batch the next wait queues (runtime::pack_later); the request
-  // completes once the batch has read the buffer. (A message to itself is
-  // not batched: its receive queues the batch as soon as it lands, to keep
-  // its wait behind its producer, so the batch would only ever hold one.)
+  // a non-blocking send to another process whose last read of this rank's
+  // regions was a gated unpack kernel on another GPU, of a message it will
+  // gate again: the pack joins the batch the next wait queues
+  // (runtime::pack_later); the request completes once the batch has read the
+  // buffer. Only such readers: a receiver whose stream waits for the value
+  // (another process on this GPU, a message over DTMPI_GATED_UNPACK_MAX)
+  // would wait for a pack not yet queued, and with two processes on one GPU
+  // that hung both in the batch's kernel launch, the GPU idle (session 8,
+  // bench/results/batch-hang-1xh100-2026-11-23.txt). A message to itself is
+  // never batched (its receive would have to queue the batch at once).
   if (rc == MPI_SUCCESS && announce_first && chunks == 1 && request && rt::config().batch_packs &&
-      d.receiver_world != my_world_rank() && ipc_read_by(d.receiver_world)) {
+      d.receiver_world != my_world_rank() && ipc_read_gated_by(d.receiver_world) &&
+      b.bytes <= rt::config().gated_unpack_max) {
     if (auto later = rt::pack_later(b.plan, b.count, b.ptr, b.info, tail.device.ptr, first.value())) {
       DTMPI_TRACE("send: pack batched");
       return complete_descriptor(r, buf, later.value(), request);

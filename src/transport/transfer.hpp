@@ -125,6 +125,7 @@ class ReceiveOp final : public Operation {
   size_t chunks_copied_ = 0;
   runtime::DeviceBuffer device_;
   std::vector<runtime::GpuMarker> markers_;
+  bool gated_from_other_gpu_ = false;  // read_over_ipc: answered with Ack::kReadGated
   int32_t ack_ = 0;
   MPI_Request ack_req_ = MPI_REQUEST_NULL;
   MPI_Request payload_req_ = MPI_REQUEST_NULL;
