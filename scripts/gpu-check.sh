@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|batchhang] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang] [--quick]
 # `start` is a session's first call (under 10 minutes on a fresh machine):
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
@@ -112,6 +112,19 @@ if [ "$what" = toggles ]; then
     DTMPI_IPC_CHUNK_MIN=$v timeout 60 mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "65536 KiB" \
       2>&1 | grep -E "65536"
   done 2>&1 | tee "$out/gpu-toggle-chunks.txt"
+fi
+
+if [ "$what" = packasync ] || [ "$what" = toggles ]; then
+  # DTMPI_PACK_ASYNC (off by default: MPI_Pack/MPI_Unpack between device buffers return once queued) against
+  # the default on the halo, alternated; 1 rank on 1 GPU (and 2 ranks where there are two GPUs)
+  for n in 1 2; do
+    [ "$n" = 2 ] && [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && continue
+    step "DTMPI_PACK_ASYNC=0/1: dtmpi-bench halo --gpu --iters 5, $n rank(s)"
+    for v in 0 1 0 1; do
+      echo "--- DTMPI_PACK_ASYNC=$v"
+      DTMPI_PACK_ASYNC=$v timeout 90 mpiexec -n $n $build/bench/dtmpi-bench halo --gpu --iters 5 | grep -E "^(isend|alltoall|limit)"
+    done 2>&1 | tee "$out/gpu-toggle-pack-async-$n.txt"
+  done
 fi
 
 if [ "$what" = batchhang ]; then

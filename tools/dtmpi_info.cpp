@@ -63,6 +63,11 @@ static void print_system() {
   std::printf("  GPU ordering   : %s\n", c.gpu_order_legacy
                                              ? "waits for the legacy default stream (safe after a pageable cudaMemcpy)"
                                              : "dtmpi's own streams only (DTMPI_GPU_ORDER=stream)");
+  if (gpu_here)
+    std::printf("  GPU MPI_Pack   : %s\n",
+                c.pack_async && c.gpu_order_legacy && !aware_mpi
+                    ? "device to device on one GPU: returns once queued on the legacy stream (DTMPI_PACK_ASYNC=1)"
+                    : "returns when the bytes are there");
   // the performance model MPI_Init would load, and what it decides
   const std::string gpu = rt::gpu_enabled() && !gpus.names.empty() ? gpus.names[0] : "";
   const std::string path = dtmpi::transport::load_model(1, gpu);

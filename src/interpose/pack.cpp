@@ -18,6 +18,7 @@
 #include "runtime/lifecycle.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/stats.hpp"
+#include "transport/peers.hpp"
 #include "type/registry.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -59,8 +60,15 @@ int serve(Direction dir, const PackPlan& plan, int count, const void* user, void
       DTMPI_LOG(kDebug, "%s %lld bytes: user %p (%s) packed %p (%s)",
                 dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack", static_cast<long long>(bytes), user,
                 rt::kind_name(ui.kind), packed, rt::kind_name(pi.kind));
-      auto st = dir == Direction::kPack ? rt::gpu_pack(plan, count, user, ui, packed, pi)
-                                        : rt::gpu_unpack(plan, count, packed, pi, const_cast<void*>(user), ui);
+      // DTMPI_PACK_ASYNC: device to device on one GPU, returned once queued
+      // (never where the system MPI itself may be handed the buffer next:
+      // its streams are not ordered after the legacy stream)
+      const bool queued = rt::may_queue_pack(ui, pi) && !dtmpi::transport::mpi_takes_device_memory();
+      auto st = queued ? (dir == Direction::kPack
+                              ? rt::gpu_pack_queued(plan, count, user, ui, packed)
+                              : rt::gpu_unpack_queued(plan, count, packed, const_cast<void*>(user), ui))
+                : dir == Direction::kPack ? rt::gpu_pack(plan, count, user, ui, packed, pi)
+                                          : rt::gpu_unpack(plan, count, packed, pi, const_cast<void*>(user), ui);
       if (!st) {
         DTMPI_LOG(kError, "%s on GPU memory failed: %s", dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack",
                   st.error().what.c_str());
@@ -68,6 +76,7 @@ int serve(Direction dir, const PackPlan& plan, int count, const void* user, void
       }
       DTMPI_TRACE(dir == Direction::kPack ? "MPI_Pack: GPU done" : "MPI_Unpack: GPU done");
       rt::count(rt::Counter::kGpuPacks);
+      if (queued) rt::count(rt::Counter::kGpuPacksQueued);
       rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
       return MPI_SUCCESS;
     }

@@ -37,6 +37,10 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_BATCH_PACKS", "0",
      "1: the packs of non-blocking device-method sends are queued together (one kernel launch, one ready-counter "
      "write) at the next MPI_Wait*/MPI_Test*, or by a helper thread 200 us later; 0 (default until measured on two GPUs): each send queues its own"},
+    {"DTMPI_PACK_ASYNC", "0",
+     "1: MPI_Pack/MPI_Unpack between two device-memory buffers of one GPU return once the kernel is queued on the "
+     "legacy default stream (CUDA library semantics: ordered before later legacy-stream, blocking-stream and dtmpi "
+     "work; a non-blocking stream must synchronize first); 0 (default): they return when the bytes are there"},
     {"DTMPI_CUDA_AWARE", "auto",
      "auto: ask the system MPI (MPIX_Query_cuda_support); 1: treat it as CUDA-aware; 0: never hand it device memory"},
     {"DTMPI_RANKS_PER_NODE", "0",
@@ -114,6 +118,7 @@ Config read_environment() {
   c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
   c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", 0, 0);
   c.batch_packs = flag("DTMPI_BATCH_PACKS", false);
+  c.pack_async = flag("DTMPI_PACK_ASYNC", false);
   c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);

@@ -34,6 +34,9 @@ struct Config {
   // for receivers that gate on another GPU only (transport/send.cpp); off
   // until measured on two GPUs
   bool batch_packs = false;
+  // DTMPI_PACK_ASYNC: MPI_Pack/MPI_Unpack between two buffers in device
+  // memory of one GPU return once queued on the legacy default stream
+  bool pack_async = false;
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)
   // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take

@@ -362,6 +362,40 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
   return ok_status();
 }
 
+bool may_queue_pack(const PointerInfo& a, const PointerInfo& b) {
+  return config().pack_async && config().gpu_order_legacy && a.kind == MemKind::kDevice &&
+         b.kind == MemKind::kDevice && a.device == b.device;
+}
+
+// The kernel (or, for a contiguous layout, the copy) on the legacy default
+// stream of the buffers' device, not waited for: errors of the launch are
+// reported here, faults of the kernel by the next call that synchronizes.
+Status gpu_pack_queued(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                       void* packed) {
+  DeviceScope scope(ui.device);
+  int64_t offset = 0;
+  if (plan.contiguous_for_count(count, offset)) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, static_cast<const char*>(user) + offset,
+                                     static_cast<size_t>(count * plan.size), cudaMemcpyDeviceToDevice,
+                                     cudaStreamLegacy));
+    return ok_status();
+  }
+  return pack::pack_device(plan, count, user, packed, ui.device, cudaStreamLegacy);
+}
+
+Status gpu_unpack_queued(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
+                         const PointerInfo& ui) {
+  DeviceScope scope(ui.device);
+  int64_t offset = 0;
+  if (plan.contiguous_for_count(count, offset)) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset, packed,
+                                     static_cast<size_t>(count * plan.size), cudaMemcpyDeviceToDevice,
+                                     cudaStreamLegacy));
+    return ok_status();
+  }
+  return pack::unpack_device(plan, count, packed, user, ui.device, cudaStreamLegacy);
+}
+
 Result<Staging> acquire_staging(size_t bytes) {
   count(Counter::kStagingAcquired);
   Staging s;

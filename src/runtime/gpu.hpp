@@ -65,6 +65,17 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
 Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
                   const PointerInfo& pi, void* user, const PointerInfo& ui, Lane lane = Lane::kSync);
 
+// DTMPI_PACK_ASYNC: a pack or unpack between device memory `a` and device
+// memory `b` of one GPU may return once queued -- on the legacy default
+// stream, so the application's later work on it or on any blocking stream,
+// and every dtmpi stream but the batch lane (blocking streams under
+// DTMPI_GPU_ORDER=legacy, which it requires), run after it.
+bool may_queue_pack(const PointerInfo& a, const PointerInfo& b);
+Status gpu_pack_queued(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                       void* packed);
+Status gpu_unpack_queued(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
+                         const PointerInfo& ui);
+
 // Host buffers for staging GPU data through the system MPI: pinned and
 // mapped (GPU kernels write them directly) when a GPU is in use, plain heap
 // memory otherwise (the host-memory test mode of the transfer paths).

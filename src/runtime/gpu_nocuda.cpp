@@ -23,6 +23,13 @@ Status gpu_pack(const type::PackPlan&, int64_t, const void*, const PointerInfo&,
 Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&, Lane) {
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
+bool may_queue_pack(const PointerInfo&, const PointerInfo&) { return false; }
+Status gpu_pack_queued(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
+  return Error{kErrUnsupported, "dtmpi was built without CUDA"};
+}
+Status gpu_unpack_queued(const type::PackPlan&, int64_t, const void*, void*, const PointerInfo&) {
+  return Error{kErrUnsupported, "dtmpi was built without CUDA"};
+}
 Result<Staging> acquire_staging(size_t bytes) {
   count(Counter::kStagingAcquired);
   const HostBuffer h = host_pool_acquire(bytes);

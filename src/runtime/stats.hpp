@@ -12,7 +12,8 @@ enum class Counter : int {
   kTypesUnplanned,  // commits left to the system MPI
   kPacks,           // MPI_Pack served by dtmpi
   kUnpacks,         // MPI_Unpack served by dtmpi
-  kGpuPacks,        // MPI_Pack/MPI_Unpack with a GPU buffer served by dtmpi
+  kGpuPacks,        // MPI_Pack/MPI_Unpack with a GPU buffer served by dtmpi ...
+  kGpuPacksQueued,  // ... of those, returned once queued (DTMPI_PACK_ASYNC)
   kForwarded,       // pack/unpack calls passed through
   kStagedSends,     // point-to-point sends staged through host buffers
   kStagedRecvs,     // point-to-point receives staged through host buffers
