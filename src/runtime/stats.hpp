@@ -26,7 +26,8 @@ enum class Counter : int {
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI
   kStagedCollectives,  // collectives whose buffers dtmpi staged
-  kP2pCollectives,     // of those, exchanged point to point through dtmpi
+  kP2pCollectives,     // of those, exchanged point to point through dtmpi ...
+  kSelfPieces,         // ... pieces a rank sent to itself, moved without a message
   kStagingAcquired,    // staging buffers lent (acquire_staging) ...
   kStagingReleased,    // ... and returned: the difference at exit shows a leak
   kPackedBytes,

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dtmpi_stats.hpp"
 #include "common/mpi_world.hpp"
 #include "dtmpi/dtmpi.h"
 
@@ -389,22 +390,33 @@ TEST(MoreCollectives, RepeatedNeighborsPairAsTheStandardSays) {
       for (int k = 0; k < 2; ++k)
         EXPECT_EQ(all[static_cast<size_t>(j * 3 + k)], block_value(srcs[static_cast<size_t>(j)], 9, k)) << what << " allgather " << j;
   };
-  // a distributed graph: each rank lists its right neighbour twice and its left once, both ways
+  const auto self_before = dtmpi::testing::stat_value("pieces to itself ");
+  // distributed graphs: each rank lists its right neighbour twice and its
+  // left once, both ways; then itself twice among them (messages to itself,
+  // which dtmpi moves without messages, matched in posting order too)
   const int left = (me + n - 1) % n, right = (me + 1) % n;
-  std::vector<int> dsts{right, left, right}, srcs{left, right, left};
-  MPI_Comm graph;
-  ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 3, srcs.data(), MPI_UNWEIGHTED, 3, dsts.data(),
-                                           MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph), MPI_SUCCESS);
-  run(graph, srcs, dsts, [&](int j) {
-    const int p = srcs[static_cast<size_t>(j)];
-    int k = 0;  // this is the k-th slot from p ...
-    for (int i = 0; i < j; ++i) k += srcs[static_cast<size_t>(i)] == p;
-    const std::vector<int> pd{(p + 1) % n, (p + n - 1) % n, (p + 1) % n};  // ... so p's k-th block to me
-    for (int b = 0; b < 3; ++b)
-      if (pd[static_cast<size_t>(b)] == me && k-- == 0) return std::make_pair(p, b);
-    return std::make_pair(-1, -1);
-  }, "graph");
-  MPI_Comm_free(&graph);
+  auto graph_case = [&](const std::function<std::vector<int>(int)>& dests_of,
+                        const std::function<std::vector<int>(int)>& sources_of, const char* what) {
+    std::vector<int> dsts = dests_of(me), srcs = sources_of(me);
+    MPI_Comm graph;
+    ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(srcs.size()), srcs.data(), MPI_UNWEIGHTED,
+                                             static_cast<int>(dsts.size()), dsts.data(), MPI_UNWEIGHTED, MPI_INFO_NULL,
+                                             0, &graph), MPI_SUCCESS);
+    run(graph, srcs, dsts, [&](int j) {
+      const int p = srcs[static_cast<size_t>(j)];
+      int k = 0;  // this is the k-th slot from p ...
+      for (int i = 0; i < j; ++i) k += srcs[static_cast<size_t>(i)] == p;
+      const std::vector<int> pd = dests_of(p);  // ... so p's k-th block to me
+      for (int b = 0; b < static_cast<int>(pd.size()); ++b)
+        if (pd[static_cast<size_t>(b)] == me && k-- == 0) return std::make_pair(p, b);
+      return std::make_pair(-1, -1);
+    }, what);
+    MPI_Comm_free(&graph);
+  };
+  graph_case([&](int p) { return std::vector<int>{(p + 1) % n, (p + n - 1) % n, (p + 1) % n}; },
+             [&](int) { return std::vector<int>{left, right, left}; }, "graph");
+  graph_case([&](int p) { return std::vector<int>{p, (p + 1) % n, p, (p + n - 1) % n}; },
+             [&](int) { return std::vector<int>{me, left, right, me}; }, "graph with self edges");
   // a periodic Cartesian grid n x 1: dimension 0 of n processes, dimension 1 of 1
   const int dims[2] = {n, 1}, periods[2] = {1, 1};
   MPI_Comm cart;
@@ -420,6 +432,8 @@ TEST(MoreCollectives, RepeatedNeighborsPairAsTheStandardSays) {
   }
   run(cart, cn, cn, [&](int j) { return std::make_pair(cn[static_cast<size_t>(j)], j ^ 1); }, "cart");
   MPI_Comm_free(&cart);
+  // the self edges and the dimension of 1 process went without messages to itself
+  EXPECT_GE(dtmpi::testing::stat_value("pieces to itself ") - self_before, 4u) << dtmpi_stats();
 }
 
 // Zero counts cost nothing (no staging) and the calls above were staged.
