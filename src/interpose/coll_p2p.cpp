@@ -101,7 +101,9 @@ int prepare_side(const Pieces& p, Side& side, bool receiving) {
 int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm dup, bool send_to_all,
                          const Side& out, const Side& in, std::vector<char>& sent, std::vector<char>& received) {
   if (!out.packed || !out.s.infos.empty() || !in.s.infos.empty() || in.s.plans.empty()) return MPI_SUCCESS;
-  const bool unpack_on_gpu = !in.packed && rt::on_gpu(in.s.info);
+  // (a kernel on the receive pieces' GPU reads the packed slices: the same GPU, or host memory it maps)
+  const bool unpack_on_gpu = !in.packed && rt::on_gpu(in.s.info) &&
+                             (!rt::on_gpu(out.base_info) || out.base_info.device == in.s.info.device);
   const bool host_bytes = in.packed && !rt::on_gpu(in.base_info) && !rt::on_gpu(out.base_info);
   if (!unpack_on_gpu && !host_bytes) return MPI_SUCCESS;
   int me = -1;
