@@ -124,8 +124,9 @@ int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute&
     } else if (n < from_me.size()) {
       j = from_me[n];
     }
-    if (j == SIZE_MAX) continue;
     const size_t k = send_piece(i);
+    // (a type dtmpi could not plan leaves its side to the system MPI, plans half filled)
+    if (j == SIZE_MAX || !out.s.plans[k] || j >= in.s.plans.size() || !in.s.plans[j]) continue;
     const int64_t bytes = int64_t{send.counts[k]} * out.s.plans[k]->size;
     const int64_t rsize = in.s.plans[j]->size;
     if (rsize <= 0 || bytes % rsize != 0 || bytes / rsize > recv.counts[j]) continue;  // the messages report it
