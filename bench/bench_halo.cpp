@@ -38,6 +38,8 @@
 
 #include "timing.hpp"
 
+extern char** environ;
+
 namespace dtmpi::bench {
 namespace {
 
@@ -462,6 +464,11 @@ int bench_halo(int argc, char** argv) {
     std::printf("# per exchange and rank: 26 regions, %.2f MiB packed, %lld contiguous blocks; median of %d rounds of all "
                 "variants (each run twice a round, the second timed), slowest rank; x limit: median of the ratios to the same round's limit\n",
                 static_cast<double>(total) / (1 << 20), static_cast<long long>(blocks), o.iters);
+    // the DTMPI_* settings of this run (rank 0's environment): results are only comparable under the same ones
+    std::string settings;
+    for (char** e = environ; e && *e; ++e)
+      if (std::strncmp(*e, "DTMPI_", 6) == 0) settings += std::string(settings.empty() ? "" : " ") + *e;
+    std::printf("# dtmpi settings: %s\n", settings.empty() ? "defaults" : settings.c_str());
     std::printf("%-28s %12s %10s %10s\n", "variant", "ms/exchange", "x limit", "GB/s");
     for (const auto& r : results)
       std::printf("%-28s %12.3f %10.2f %10.2f\n", r.name.c_str(), r.seconds * 1e3, r.x_limit,
