@@ -158,7 +158,7 @@ int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indi
   std::vector<MPI_Request> orig(requests, requests + incount);
   auto st = fresh_statuses(incount);
   int rc = fn(incount, requests, outcount, indices, st.data());
-  if (*outcount != MPI_UNDEFINED && *outcount > 0) {
+  if (*outcount != MPI_UNDEFINED && *outcount > 0 && rt::any_tracked()) {
     std::vector<MPI_Request> done(static_cast<size_t>(*outcount));
     for (int k = 0; k < *outcount; ++k) done[static_cast<size_t>(k)] = orig[static_cast<size_t>(indices[k])];
     finish_all(done.data(), st.data(), *outcount, rc);

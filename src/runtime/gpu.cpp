@@ -367,33 +367,35 @@ bool may_queue_pack(const PointerInfo& a, const PointerInfo& b) {
          b.kind == MemKind::kDevice && a.device == b.device;
 }
 
+namespace {
+
 // The kernel (or, for a contiguous layout, the copy) on the legacy default
 // stream of the buffers' device, not waited for: errors of the launch are
 // reported here, faults of the kernel by the next call that synchronizes.
-Status gpu_pack_queued(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
-                       void* packed) {
-  DeviceScope scope(ui.device);
+Status queue_on_legacy_stream(bool pack, const type::PackPlan& plan, int64_t count, void* user, void* packed,
+                              int device) {
+  DeviceScope scope(device);
   int64_t offset = 0;
   if (plan.contiguous_for_count(count, offset)) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, static_cast<const char*>(user) + offset,
-                                     static_cast<size_t>(count * plan.size), cudaMemcpyDeviceToDevice,
-                                     cudaStreamLegacy));
+    char* u = static_cast<char*>(user) + offset;
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(pack ? packed : u, pack ? u : packed, static_cast<size_t>(count * plan.size),
+                                     cudaMemcpyDeviceToDevice, cudaStreamLegacy));
     return ok_status();
   }
-  return pack::pack_device(plan, count, user, packed, ui.device, cudaStreamLegacy);
+  return pack ? pack::pack_device(plan, count, user, packed, device, cudaStreamLegacy)
+              : pack::unpack_device(plan, count, packed, user, device, cudaStreamLegacy);
+}
+
+}  // namespace
+
+Status gpu_pack_queued(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
+                       void* packed) {
+  return queue_on_legacy_stream(true, plan, count, const_cast<void*>(user), packed, ui.device);
 }
 
 Status gpu_unpack_queued(const type::PackPlan& plan, int64_t count, const void* packed, void* user,
                          const PointerInfo& ui) {
-  DeviceScope scope(ui.device);
-  int64_t offset = 0;
-  if (plan.contiguous_for_count(count, offset)) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(user) + offset, packed,
-                                     static_cast<size_t>(count * plan.size), cudaMemcpyDeviceToDevice,
-                                     cudaStreamLegacy));
-    return ok_status();
-  }
-  return pack::unpack_device(plan, count, packed, user, ui.device, cudaStreamLegacy);
+  return queue_on_legacy_stream(false, plan, count, user, const_cast<void*>(packed), ui.device);
 }
 
 Result<Staging> acquire_staging(size_t bytes) {
