@@ -6,10 +6,13 @@
 // to MPI_REQUEST_NULL), statuses are captured even when the application
 // ignores them (a staged receive needs its byte count), and each completed
 // tracked request is finished (unpacked, staging returned) before the call returns.
+// An active dtmpi persistent request stands in the array for its operation's
+// request during the call (interpose/persistent.hpp).
 #include <vector>
 
 #include "base/trace.hpp"
 #include "interpose/export.hpp"
+#include "interpose/persistent.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
 #include "transport/engine.hpp"
@@ -69,9 +72,56 @@ void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
   for (int i = 0; i < n; ++i) out[i] = st[static_cast<size_t>(i)];
 }
 
+// Runs `call` with active dtmpi persistent handles in reqs[0..n) swapped for
+// their operations' requests.
+template <class Call>
+int with_operations(MPI_Request* reqs, int n, Call call) {
+  if (!dtmpi::interpose::persistent::any_active()) return call();
+  dtmpi::interpose::persistent::HandleSwap swap(reqs, n);
+  return call();
+}
+
+int wait(MPI_Request* request, MPI_Status* status);
+int test(MPI_Request* request, int* flag, MPI_Status* status);
+int waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]);
+int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status);
+int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status);
+int waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]);
+int testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]);
+
 }  // namespace
 
 DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  return with_operations(request, 1, [&] { return wait(request, status); });
+}
+DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  return with_operations(request, 1, [&] { return test(request, flag, status); });
+}
+DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return with_operations(requests, count, [&] { return waitall(count, requests, statuses); });
+}
+DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  return with_operations(requests, count, [&] { return testall(count, requests, flag, statuses); });
+}
+DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  return with_operations(requests, count, [&] { return waitany(count, requests, index, status); });
+}
+DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  return with_operations(requests, count, [&] { return testany(count, requests, index, flag, status); });
+}
+DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                              MPI_Status statuses[]) {
+  return with_operations(requests, incount, [&] { return waitsome(incount, requests, outcount, indices, statuses); });
+}
+DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                              MPI_Status statuses[]) {
+  return with_operations(requests, incount, [&] { return testsome(incount, requests, outcount, indices, statuses); });
+}
+
+namespace {
+
+int wait(MPI_Request* request, MPI_Status* status) {
   if (idle()) return REAL(MPI_Wait)(request, status);
   if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
   rt::progress();
@@ -84,7 +134,7 @@ DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+int test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Test)(request, flag, status);
   progress_all();
   const MPI_Request orig = *request;
@@ -96,7 +146,7 @@ DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitall)(count, requests, statuses);
   DTMPI_TRACE("MPI_Waitall: entry");
   if (tp::busy()) {
@@ -113,7 +163,7 @@ DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statu
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Testall)(count, requests, flag, statuses);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
@@ -124,7 +174,7 @@ DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_S
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (idle()) return REAL(MPI_Waitany)(count, requests, index, status);
   if (tp::busy())
     return wait_by_testing([&](int& flag) { return MPI_Testany(count, requests, index, &flag, status); });
@@ -138,7 +188,7 @@ DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_
   return rc;
 }
 
-DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Testany)(count, requests, index, flag, status);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
@@ -150,7 +200,6 @@ DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int*
   return rc;
 }
 
-namespace {
 using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
 
 int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
@@ -167,10 +216,7 @@ int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indi
     for (int k = 0; k < *outcount; ++k) statuses[k] = st[static_cast<size_t>(k)];
   return rc;
 }
-}  // namespace
-
-DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
-                              MPI_Status statuses[]) {
+int waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitsome)(incount, requests, outcount, indices, statuses);
   if (tp::busy())
     return wait_by_testing([&](int& flag) {
@@ -181,13 +227,15 @@ DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount
   return some(REAL(MPI_Waitsome), incount, requests, outcount, indices, statuses);
 }
 
-DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
-                              MPI_Status statuses[]) {
+int testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Testsome)(incount, requests, outcount, indices, statuses);
   return some(REAL(MPI_Testsome), incount, requests, outcount, indices, statuses);
 }
 
+}  // namespace
+
 DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
+  if (int rc; dtmpi::interpose::persistent::free_handle(request, rc)) return rc;
   if (rt::any_tracked() && request && rt::detach(*request)) {
     *request = MPI_REQUEST_NULL;  // dtmpi keeps the real request and finishes it later
     return MPI_SUCCESS;
@@ -196,6 +244,7 @@ DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
 }
 
 DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (int rc; dtmpi::interpose::persistent::get_status(request, flag, status, rc)) return rc;
   if (idle()) return REAL(MPI_Request_get_status)(request, flag, status);
   progress_all();
   auto st = fresh_statuses(1);

@@ -77,6 +77,14 @@
   X(MPI_Testany)                 \
   X(MPI_Testsome)                \
   X(MPI_Request_free)            \
+  X(MPI_Send_init)               \
+  X(MPI_Ssend_init)              \
+  X(MPI_Bsend_init)              \
+  X(MPI_Rsend_init)              \
+  X(MPI_Recv_init)               \
+  X(MPI_Start)                   \
+  X(MPI_Startall)                \
+  X(MPI_Cancel)                  \
   X(MPI_Request_get_status)
 
 namespace dtmpi::runtime {

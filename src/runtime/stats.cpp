@@ -49,12 +49,12 @@ std::string format_stats() {
   std::snprintf(buf, sizeof buf,
                 "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu, with GPU "
                 "buffers %llu by dtmpi (returned queued %llu, %llu bytes), %llu passed through; staged sends %llu, "
-                "staged receives %llu; multi-message sends %llu (%llu in place), chunked sends %llu, batched sends %llu in %llu launches, receives %llu, CUDA IPC reads %llu, CUDA-aware sends %llu; staged collectives %llu, "
+                "staged receives %llu; multi-message sends %llu (%llu in place), chunked sends %llu, batched sends %llu in %llu launches, receives %llu, CUDA IPC reads %llu, CUDA-aware sends %llu, persistent starts %llu; staged collectives %llu, "
                 "point-to-point collectives %llu (pieces to itself %llu); staging buffers lent %llu, returned %llu",
                 v(Counter::kTypesPlanned), v(Counter::kTypesUnplanned), v(Counter::kPacks),
                 v(Counter::kUnpacks), v(Counter::kGpuPacks), v(Counter::kGpuPacksQueued), v(Counter::kPackedBytes), v(Counter::kForwarded),
                 v(Counter::kStagedSends), v(Counter::kStagedRecvs), v(Counter::kMultiSends), v(Counter::kInPlaceSends), v(Counter::kChunkedSends), v(Counter::kBatchedPacks), v(Counter::kBatchLaunches),
-                v(Counter::kMultiRecvs), v(Counter::kIpcReads), v(Counter::kDeviceSends), v(Counter::kStagedCollectives),
+                v(Counter::kMultiRecvs), v(Counter::kIpcReads), v(Counter::kDeviceSends), v(Counter::kPersistentStarts), v(Counter::kStagedCollectives),
                 v(Counter::kP2pCollectives), v(Counter::kSelfPieces), v(Counter::kStagingAcquired), v(Counter::kStagingReleased));
   return buf;
 }

@@ -25,6 +25,7 @@ enum class Counter : int {
   kMultiRecvs,      // receives that met a multi-message descriptor
   kIpcReads,        // receives unpacked straight from a peer GPU over CUDA IPC
   kDeviceSends,     // GPU buffers handed packed to a CUDA-aware system MPI
+  kPersistentStarts,  // MPI_Start of persistent requests dtmpi serves
   kStagedCollectives,  // collectives whose buffers dtmpi staged
   kP2pCollectives,     // of those, exchanged point to point through dtmpi ...
   kSelfPieces,         // ... pieces a rank sent to itself, moved without a message
