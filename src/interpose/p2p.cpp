@@ -111,6 +111,46 @@ int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm 
   return rc;
 }
 
+int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (r.multi) {
+    DTMPI_TRACE("MPI_Recv: routed");
+    tp::ReceiveOp op(r.buffer, r.staged, comm);
+    int rc = op.receive_blocking(source, tag);
+    if (rc != MPI_SUCCESS) return raise(comm, rc);
+    rc = tp::run(op, status);
+    DTMPI_TRACE("MPI_Recv: done");
+    if (rc != MPI_SUCCESS && !op.error_reported) raise(comm, rc);
+    return rc;
+  }
+  return dtmpi::interpose::receive_one_message(
+      r.buffer, comm,
+      [&](void* landing, int bytes, MPI_Status* st) {
+        return REAL(MPI_Recv)(landing, bytes, MPI_PACKED, source, tag, comm, st);
+      },
+      status);
+}
+
+int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (r.multi) {
+    auto op = std::make_unique<tp::ReceiveOp>(r.buffer, r.staged, comm);
+    int rc = op->post(source, tag);
+    if (rc == MPI_SUCCESS) rc = tp::start_with_request(std::move(op), request);
+    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
+  }
+  return dtmpi::interpose::post_one_message(
+      r.buffer, comm,
+      [&](void* landing, int bytes, MPI_Request* req) {
+        return REAL(MPI_Irecv)(landing, bytes, MPI_PACKED, source, tag, comm, req);
+      },
+      request);
+}
+
+}  // namespace
+
+namespace dtmpi::interpose {
+
+namespace {
+
 // Prepares a single-message staged receive: the op to finish later.
 // With a CUDA-aware system MPI the message lands in a pooled device buffer.
 int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm, void*& landing) {
@@ -135,22 +175,14 @@ int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm, voi
   return MPI_SUCCESS;
 }
 
-int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Status* status) {
-  if (r.multi) {
-    DTMPI_TRACE("MPI_Recv: routed");
-    tp::ReceiveOp op(r.buffer, r.staged, comm);
-    int rc = op.receive_blocking(source, tag);
-    if (rc != MPI_SUCCESS) return raise(comm, rc);
-    rc = tp::run(op, status);
-    DTMPI_TRACE("MPI_Recv: done");
-    if (rc != MPI_SUCCESS && !op.error_reported) raise(comm, rc);
-    return rc;
-  }
+}  // namespace
+
+int receive_one_message(const tp::UserBuffer& b, MPI_Comm comm, const LandFn& land, MPI_Status* status) {
   rt::PendingOp op;
   void* landing = nullptr;
-  if (int rc = begin_receive(r.buffer, op, comm, landing); rc != MPI_SUCCESS) return rc;
+  if (int rc = begin_receive(b, op, comm, landing); rc != MPI_SUCCESS) return rc;
   MPI_Status local;
-  int rc = REAL(MPI_Recv)(landing, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, &local);
+  int rc = land(landing, static_cast<int>(b.bytes), &local);
   local.MPI_ERROR = rc;
   int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &local) : MPI_SUCCESS;
   rt::release_staging(op.staging);
@@ -160,17 +192,11 @@ int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_St
   return rc;
 }
 
-int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Request* request) {
-  if (r.multi) {
-    auto op = std::make_unique<tp::ReceiveOp>(r.buffer, r.staged, comm);
-    int rc = op->post(source, tag);
-    if (rc == MPI_SUCCESS) rc = tp::start_with_request(std::move(op), request);
-    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
-  }
+int post_one_message(const tp::UserBuffer& b, MPI_Comm comm, const PostFn& post, MPI_Request* request) {
   rt::PendingOp op;
   void* landing = nullptr;
-  if (int rc = begin_receive(r.buffer, op, comm, landing); rc != MPI_SUCCESS) return rc;
-  int rc = REAL(MPI_Irecv)(landing, static_cast<int>(r.buffer.bytes), MPI_PACKED, source, tag, comm, request);
+  if (int rc = begin_receive(b, op, comm, landing); rc != MPI_SUCCESS) return rc;
+  int rc = post(landing, static_cast<int>(b.bytes), request);
   if (rc != MPI_SUCCESS) {
     rt::release_staging(op.staging);
     rt::release_device_buffer(op.device);
@@ -196,7 +222,9 @@ int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, tp::Sta
   return rc;
 }
 
-}  // namespace
+}  // namespace dtmpi::interpose
+
+using dtmpi::interpose::recv_stashed;
 
 #define DTMPI_BLOCKING_SEND(NAME, MODE)                                                                \
   DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,          \

@@ -3,6 +3,9 @@
 #pragma once
 #include <mpi.h>
 
+#include <functional>
+
+#include "transport/stash.hpp"
 #include "transport/transfer.hpp"
 
 namespace dtmpi::interpose {
@@ -43,6 +46,20 @@ int irecv_piece(void* buf, int count, MPI_Datatype type, int source, int tag, MP
 // Describes any receive buffer (for a message a probe took: it is delivered
 // by dtmpi whatever the memory). False if the type cannot be sized.
 bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
+
+// A single-message staged receive into `b` (interpose/p2p.cpp), the system
+// MPI's receive call given as `land` (blocking: lands the packed bytes, fills
+// the status) or `post` (non-blocking: returns the request dtmpi tracks).
+// MPI_Recv/MPI_Irecv and the matched MPI_Mrecv/MPI_Imrecv share them.
+using LandFn = std::function<int(void* landing, int bytes, MPI_Status* status)>;
+using PostFn = std::function<int(void* landing, int bytes, MPI_Request* request)>;
+int receive_one_message(const transport::UserBuffer& b, MPI_Comm comm, const LandFn& land, MPI_Status* status);
+int post_one_message(const transport::UserBuffer& b, MPI_Comm comm, const PostFn& post, MPI_Request* request);
+
+// A receive of a message a probe took (transport/stash.hpp); `request`
+// null: blocking.
+int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
+                 MPI_Request* request);
 
 // Passes `code` to the communicator's error handler and returns it.
 int raise(MPI_Comm comm, int code);

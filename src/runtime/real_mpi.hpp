@@ -85,6 +85,10 @@
   X(MPI_Start)                   \
   X(MPI_Startall)                \
   X(MPI_Cancel)                  \
+  X(MPI_Mprobe)                  \
+  X(MPI_Improbe)                 \
+  X(MPI_Mrecv)                   \
+  X(MPI_Imrecv)                  \
   X(MPI_Request_get_status)
 
 namespace dtmpi::runtime {

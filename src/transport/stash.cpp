@@ -18,6 +18,8 @@ bool matches(const Stashed& e, MPI_Comm comm, int source, int tag) {
   return e.comm == comm && (source == MPI_ANY_SOURCE || source == e.source) && (tag == MPI_ANY_TAG || tag == e.tag);
 }
 
+}  // namespace
+
 void status_of(const Stashed& e, MPI_Status* status) {
   if (status == MPI_STATUS_IGNORE) return;
   status->MPI_SOURCE = e.source;
@@ -27,7 +29,20 @@ void status_of(const Stashed& e, MPI_Status* status) {
   PMPI_Status_set_cancelled(status, 0);
 }
 
-}  // namespace
+int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& e) {
+  e.comm = comm;
+  e.source = st.MPI_SOURCE;
+  e.tag = st.MPI_TAG;
+  e.raw.resize(kDescriptorBytes);
+  if (int rc = PMPI_Mrecv(e.raw.data(), kDescriptorBytes, MPI_BYTE, msg, MPI_STATUS_IGNORE); rc != MPI_SUCCESS)
+    return rc;
+  if (auto d = decode(e.raw.data(), world_rank_of(comm, e.source), my_world_rank(), e.tag)) {
+    e.is_descriptor = true;
+    e.descriptor = *d;
+    e.raw.clear();
+  }
+  return MPI_SUCCESS;
+}
 
 std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag) {
   std::lock_guard lock(g_mu);
@@ -67,17 +82,7 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   rc = PMPI_Mprobe(st.MPI_SOURCE, st.MPI_TAG, comm, &msg, &mst);
   if (rc != MPI_SUCCESS) return rc;
   Stashed e;
-  e.comm = comm;
-  e.source = mst.MPI_SOURCE;
-  e.tag = mst.MPI_TAG;
-  e.raw.resize(kDescriptorBytes);
-  rc = PMPI_Mrecv(e.raw.data(), kDescriptorBytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-  if (rc != MPI_SUCCESS) return rc;
-  if (auto d = decode(e.raw.data(), world_rank_of(comm, e.source), my_world_rank(), e.tag)) {
-    e.is_descriptor = true;
-    e.descriptor = *d;
-    e.raw.clear();
-  }
+  if (rc = read_matched(&msg, comm, mst, e); rc != MPI_SUCCESS) return rc;
   status_of(e, status);
   std::lock_guard lock(g_mu);
   g_entries.push_back(std::move(e));

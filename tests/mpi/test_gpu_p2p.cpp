@@ -3,7 +3,7 @@
 // pairing of host and device ends, blocking and non-blocking, sender and
 // receiver with different types of one signature, checked against the same
 // exchange computed on host memory (and MPI_Sendrecv_replace on one device
-// buffer). 2 ranks, on one GPU or (rank i on device i) on two; run once per
+// buffer; persistent requests; matched probes). 2 ranks, on one GPU or (rank i on device i) on two; run once per
 // DTMPI_METHOD by CTest. Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -423,5 +423,49 @@ TEST_F(GpuP2P, PersistentRequestsOnDevice) {
   if (std::getenv("DTMPI_TEST_USER_MANAGED") == nullptr) {
     EXPECT_EQ(stat_value("persistent starts ") - before, static_cast<uint64_t>(started));
   }
+  MPI_Type_free(&col);
+}
+
+// Matched probe and receive of device buffers: a 64-byte message (one staged
+// message) and a 1 MiB strided one (a descriptor by the device method): the
+// probe reports the packed size, the matched receive unpacks on the GPU.
+TEST_F(GpuP2P, MatchedProbeAndReceiveOnDevice) {
+  const int me = self_rank(), peer = 1 - me;
+  MPI_Datatype col;
+  MPI_Type_vector(1 << 16, 16, 48, MPI_BYTE, &col);
+  MPI_Type_commit(&col);
+  const size_t span = size_t{3} << 20;
+  auto mine = pattern(span, 60 + me), theirs = pattern(span, 60 + peer);
+  char *out, *in;
+  ASSERT_EQ(gpu_alloc(&out, span), cudaSuccess);
+  ASSERT_EQ(gpu_alloc(&in, span), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(out, mine.data(), span, cudaMemcpyHostToDevice), cudaSuccess);
+  for (int big = 0; big < 2; ++big) {
+    ASSERT_EQ(cudaMemset(in, 0, span), cudaSuccess);
+    MPI_Request sr;
+    ASSERT_EQ(big ? MPI_Isend(out, 1, col, peer, 11, MPI_COMM_WORLD, &sr)
+                  : MPI_Isend(out, 64, MPI_BYTE, peer, 11, MPI_COMM_WORLD, &sr),
+              MPI_SUCCESS);
+    MPI_Message msg;
+    MPI_Status st;
+    ASSERT_EQ(MPI_Mprobe(peer, 11, MPI_COMM_WORLD, &msg, &st), MPI_SUCCESS);
+    int bytes = -1;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    ASSERT_EQ(bytes, big ? 1 << 20 : 64);
+    ASSERT_EQ(big ? MPI_Mrecv(in, 1, col, &msg, &st) : MPI_Mrecv(in, 64, MPI_BYTE, &msg, &st), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Wait(&sr, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    std::vector<char> got(span);
+    ASSERT_EQ(cudaMemcpy(got.data(), in, span, cudaMemcpyDeviceToHost), cudaSuccess);
+    size_t wrong = 0;
+    if (big) {
+      for (size_t b = 0; b < span; b += 48) wrong += std::memcmp(&got[b], &theirs[b], 16) != 0 || got[b + 16] != 0;
+    } else {
+      wrong = std::memcmp(got.data(), theirs.data(), 64) != 0 || got[64] != 0;
+    }
+    EXPECT_EQ(wrong, 0u) << (big ? "1 MiB strided" : "64 B");
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  cudaFree(out);
+  cudaFree(in);
   MPI_Type_free(&col);
 }

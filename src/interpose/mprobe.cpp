@@ -1,0 +1,165 @@
+// Matched probes and receives: MPI_Mprobe, MPI_Improbe, MPI_Mrecv, MPI_Imrecv.
+// A matched probe takes the message out of matching, so what it is must be
+// decided at the probe: a message of exactly kDescriptorBytes may be a
+// multi-message descriptor, and is read there (the status then reports the
+// transfer's real size, as MPI_Probe does -- transport/stash.hpp); a message
+// an earlier MPI_Probe took is handed out from the stash. dtmpi then holds the
+// message, and the application gets a stand-in handle: a real matched message
+// of its own (zero bytes to itself on a private communicator), which the
+// matched receive recognizes and completes with dtmpi's message. Messages the
+// system MPI still holds keep its handle; their matched receive into GPU
+// memory (or a host layout dtmpi stages) lands the packed bytes and unpacks
+// them, as MPI_Recv does.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "interpose/export.hpp"
+#include "interpose/p2p_route.hpp"
+#include "runtime/lifecycle.hpp"
+#include "runtime/real_mpi.hpp"
+#include "transport/engine.hpp"
+#include "transport/peers.hpp"
+#include "transport/stash.hpp"
+
+namespace rt = dtmpi::runtime;
+namespace tp = dtmpi::transport;
+using dtmpi::interpose::raise;
+
+namespace {
+
+struct Matched {
+  MPI_Comm comm = MPI_COMM_NULL;     // errors of the matched receive go to its handler
+  std::unique_ptr<tp::Stashed> taken;  // dtmpi holds the message; the handle is a stand-in
+};
+
+struct Table {
+  std::mutex mu;
+  std::unordered_map<MPI_Message, Matched> messages;  // probed, not yet received
+  MPI_Comm self = MPI_COMM_NULL;                      // where stand-ins come from
+};
+// never destroyed: MPI calls may still come from other static destructors
+Table& table() {
+  static Table* t = new Table;
+  return *t;
+}
+
+void remember(MPI_Message m, MPI_Comm comm, std::unique_ptr<tp::Stashed> taken) {
+  if (m == MPI_MESSAGE_NO_PROC || m == MPI_MESSAGE_NULL) return;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  t.messages[m] = Matched{comm, std::move(taken)};
+}
+
+std::optional<Matched> forget(MPI_Message m) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  auto it = t.messages.find(m);
+  if (it == t.messages.end()) return std::nullopt;
+  Matched out = std::move(it->second);
+  t.messages.erase(it);
+  return out;
+}
+
+// A message handle of dtmpi's own: zero bytes to itself, matched.
+int stand_in(MPI_Message* out) {
+  auto& t = table();
+  MPI_Comm self;
+  {
+    std::lock_guard lock(t.mu);
+    if (t.self == MPI_COMM_NULL)
+      if (int rc = PMPI_Comm_dup(MPI_COMM_SELF, &t.self); rc != MPI_SUCCESS) return rc;
+    self = t.self;
+  }
+  MPI_Request r;
+  if (int rc = PMPI_Isend(nullptr, 0, MPI_BYTE, 0, 0, self, &r); rc != MPI_SUCCESS) return rc;
+  const int rc = PMPI_Mprobe(0, 0, self, out, MPI_STATUS_IGNORE);
+  const int wrc = PMPI_Wait(&r, MPI_STATUS_IGNORE);
+  return rc != MPI_SUCCESS ? rc : wrc;
+}
+
+// Gives the application a message dtmpi holds.
+int hand_out(tp::Stashed e, int* flag, MPI_Message* message, MPI_Status* status) {
+  const MPI_Comm comm = e.comm;
+  tp::status_of(e, status);
+  if (int rc = stand_in(message); rc != MPI_SUCCESS) return raise(comm, rc);
+  remember(*message, comm, std::make_unique<tp::Stashed>(std::move(e)));
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
+                             MPI_Status* status) {
+  if (!rt::active()) return REAL(MPI_Improbe)(source, tag, comm, flag, message, status);
+  tp::poll();
+  if (tp::stash_any())
+    if (auto e = tp::stash_take(comm, source, tag)) return hand_out(std::move(*e), flag, message, status);
+  MPI_Status st;
+  int rc = REAL(MPI_Improbe)(source, tag, comm, flag, message, &st);
+  if (rc != MPI_SUCCESS || !*flag) return rc;
+  int bytes = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  if (bytes == tp::kDescriptorBytes && tp::descriptors_possible() && *message != MPI_MESSAGE_NO_PROC) {
+    tp::Stashed e;  // maybe a descriptor: read it now, report the real size
+    if (rc = tp::read_matched(message, comm, st, e); rc != MPI_SUCCESS) return raise(comm, rc);
+    return hand_out(std::move(e), flag, message, status);
+  }
+  remember(*message, comm, nullptr);
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return rc;
+}
+
+DTMPI_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  if (!rt::active()) return REAL(MPI_Mprobe)(source, tag, comm, message, status);
+  if (!tp::descriptors_possible() && !tp::stash_any() && !tp::busy()) {
+    const int rc = REAL(MPI_Mprobe)(source, tag, comm, message, status);
+    if (rc == MPI_SUCCESS) remember(*message, comm, nullptr);
+    return rc;
+  }
+  for (;;) {  // polling, so that dtmpi's transfers progress meanwhile
+    int flag = 0;
+    const int rc = MPI_Improbe(source, tag, comm, &flag, message, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+  }
+}
+
+DTMPI_EXPORT int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
+  std::optional<Matched> m = rt::active() && message ? forget(*message) : std::nullopt;
+  if (!m) return REAL(MPI_Mrecv)(buf, count, type, message, status);
+  tp::poll();
+  if (m->taken) {
+    PMPI_Mrecv(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);  // the stand-in; sets MPI_MESSAGE_NULL
+    return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, status, nullptr);
+  }
+  dtmpi::interpose::RecvRoute r;
+  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged)
+    return REAL(MPI_Mrecv)(buf, count, type, message, status);
+  return dtmpi::interpose::receive_one_message(
+      r.buffer, m->comm,
+      [&](void* landing, int bytes, MPI_Status* st) {
+        return REAL(MPI_Mrecv)(landing, bytes, MPI_PACKED, message, st);
+      },
+      status);
+}
+
+DTMPI_EXPORT int MPI_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Request* request) {
+  std::optional<Matched> m = rt::active() && message ? forget(*message) : std::nullopt;
+  if (!m) return REAL(MPI_Imrecv)(buf, count, type, message, request);
+  tp::poll();
+  if (m->taken) {
+    PMPI_Mrecv(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);
+    return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, MPI_STATUS_IGNORE, request);
+  }
+  dtmpi::interpose::RecvRoute r;
+  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged)
+    return REAL(MPI_Imrecv)(buf, count, type, message, request);
+  return dtmpi::interpose::post_one_message(
+      r.buffer, m->comm,
+      [&](void* landing, int bytes, MPI_Request* req) {
+        return REAL(MPI_Imrecv)(landing, bytes, MPI_PACKED, message, req);
+      },
+      request);
+}
