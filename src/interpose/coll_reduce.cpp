@@ -1,6 +1,6 @@
 // Reductions on buffers the system MPI cannot take (GPU memory; derived types
-// in the host test mode): MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block
-// and their non-blocking forms. A reduction works element by element on the
+// in the host test mode): MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block,
+// MPI_Reduce_scatter, MPI_Scan, MPI_Exscan and their non-blocking forms. A reduction works element by element on the
 // user's own layout, so the buffers are not packed: the span of memory the
 // (count, type) touches is copied to host memory as it is (one DMA copy), the
 // system MPI reduces there with the user's type and op -- predefined or
@@ -86,10 +86,11 @@ struct ReduceCall final : rt::Completion {
 };
 
 // Runs a reduction: input (sb, in_count) and result (rb, out_count), either
-// absent (null) where MPI ignores it on this rank; `in_place`: the result
-// buffer holds the input. `call(send, recv, req)` calls the system MPI.
+// absent (null) where MPI ignores it on this rank; `read_result`: the result
+// buffer's bytes matter before the call (it holds the input in place, or the
+// call may leave it as it is). `call(send, recv, req)` calls the system MPI.
 template <class Call>
-int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool in_place, MPI_Datatype type,
+int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
                   MPI_Comm comm, MPI_Request* req, Call call) {
   if (!may_stage(type, HostPacking::kNever)) return call(sb, rb, req);  // nothing to look at
   auto c = std::make_shared<ReduceCall>();
@@ -99,7 +100,7 @@ int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool in
   rt::count(rt::Counter::kStagedCollectives);
   int rc = MPI_SUCCESS;
   if (c->stage_in) rc = copy_in(c->in, true);
-  if (rc == MPI_SUCCESS && c->stage_out) rc = copy_in(c->out, in_place || !c->out.contiguous);
+  if (rc == MPI_SUCCESS && c->stage_out) rc = copy_in(c->out, read_result || !c->out.contiguous);
   if (rc != MPI_SUCCESS) return raise(comm, rc);
   rc = call(c->stage_in ? c->in.mpi_ptr() : sb, c->stage_out ? c->out.mpi_ptr() : rb, req);
   return complete(std::move(c), comm, req, rc);
@@ -151,6 +152,36 @@ int reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type,
                        });
 }
 
+int reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* req) {
+  tp::poll();
+  const int n = peers_of(comm);
+  int me = 0, total = 0;
+  PMPI_Comm_rank(comm, &me);
+  for (int i = 0; i < n; ++i) total += counts[i];
+  const bool in_place = sb == MPI_IN_PLACE;
+  return run_reduction(sb, total, rb, in_place ? total : counts[me], in_place, type, comm, req,
+                       [&](const void* s, void* r, MPI_Request* q) {
+                         return q ? REAL(MPI_Ireduce_scatter)(s, r, counts, type, op, comm, q)
+                                  : REAL(MPI_Reduce_scatter)(s, r, counts, type, op, comm);
+                       });
+}
+
+// Prefix reductions; MPI_Exscan leaves rank 0's result buffer as it is, so
+// its bytes are read in first.
+int scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+         MPI_Request* req) {
+  tp::poll();
+  return run_reduction(sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, comm, req,
+                       [&](const void* s, void* r, MPI_Request* q) {
+                         if (exclusive)
+                           return q ? REAL(MPI_Iexscan)(s, r, count, type, op, comm, q)
+                                    : REAL(MPI_Exscan)(s, r, count, type, op, comm);
+                         return q ? REAL(MPI_Iscan)(s, r, count, type, op, comm, q)
+                                  : REAL(MPI_Scan)(s, r, count, type, op, comm);
+                       });
+}
+
 }  // namespace
 
 DTMPI_EXPORT int MPI_Allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
@@ -175,4 +206,26 @@ DTMPI_EXPORT int MPI_Reduce_scatter_block(const void* sb, void* rb, int count, M
 DTMPI_EXPORT int MPI_Ireduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op,
                                            MPI_Comm comm, MPI_Request* req) {
   return reduce_scatter_block(sb, rb, count, type, op, comm, req);
+}
+DTMPI_EXPORT int MPI_Reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op,
+                                    MPI_Comm comm) {
+  return reduce_scatter(sb, rb, counts, type, op, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Ireduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op,
+                                     MPI_Comm comm, MPI_Request* req) {
+  return reduce_scatter(sb, rb, counts, type, op, comm, req);
+}
+DTMPI_EXPORT int MPI_Scan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return scan(false, sb, rb, count, type, op, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                           MPI_Request* req) {
+  return scan(false, sb, rb, count, type, op, comm, req);
+}
+DTMPI_EXPORT int MPI_Exscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return scan(true, sb, rb, count, type, op, comm, nullptr);
+}
+DTMPI_EXPORT int MPI_Iexscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                             MPI_Request* req) {
+  return scan(true, sb, rb, count, type, op, comm, req);
 }

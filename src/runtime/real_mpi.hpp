@@ -67,6 +67,12 @@
   X(MPI_Ireduce)                \
   X(MPI_Reduce_scatter_block)   \
   X(MPI_Ireduce_scatter_block)  \
+  X(MPI_Reduce_scatter)         \
+  X(MPI_Ireduce_scatter)        \
+  X(MPI_Scan)                   \
+  X(MPI_Iscan)                  \
+  X(MPI_Exscan)                 \
+  X(MPI_Iexscan)                \
   X(MPI_Iprobe)                  \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \

@@ -309,6 +309,43 @@ TEST(MoreCollectives, Reductions) {
     ASSERT_EQ(PMPI_Reduce_scatter_block(MPI_IN_PLACE, want.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
     ASSERT_EQ(MPI_Reduce_scatter_block(MPI_IN_PLACE, got.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
     EXPECT_EQ(std::vector<double>(got.begin(), got.begin() + 6), std::vector<double>(want.begin(), want.begin() + 6));
+    // MPI_Reduce_scatter: rank i gets i % 3 + 1 elements (3 doubles each)
+    std::vector<int> counts(static_cast<size_t>(n));
+    int total = 0;
+    for (int i = 0; i < n; ++i) total += counts[static_cast<size_t>(i)] = i % 3 + 1;
+    auto all = filled(static_cast<size_t>(total * 3), me, 3);
+    want.assign(static_cast<size_t>(total * 3), -5);
+    got = want;
+    ASSERT_EQ(PMPI_Reduce_scatter(all.data(), want.data(), counts.data(), t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_scatter(all.data(), got.data(), counts.data(), t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(got, want);
+    want = all;
+    got = all;
+    ASSERT_EQ(PMPI_Reduce_scatter(MPI_IN_PLACE, want.data(), counts.data(), t.strided, op, MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_scatter(MPI_IN_PLACE, got.data(), counts.data(), t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(me)] * 3);
+    EXPECT_EQ(std::vector<double>(got.begin(), got.begin() + static_cast<long>(mine)),
+              std::vector<double>(want.begin(), want.begin() + static_cast<long>(mine)));
+    // prefix reductions, out of place and in place; Exscan's result on rank 0 is undefined
+    for (bool exclusive : {false, true}) {
+      auto fn = exclusive ? PMPI_Exscan : PMPI_Scan;
+      auto mpi = exclusive ? MPI_Exscan : MPI_Scan;
+      want.assign(static_cast<size_t>(c * 3), -5);
+      got = want;
+      ASSERT_EQ(fn(sbuf.data(), want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(mpi(sbuf.data(), got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+      if (!exclusive || me > 0) {
+        EXPECT_EQ(got, want) << (exclusive ? "Exscan" : "Scan");
+      }
+      want = sbuf;
+      got = sbuf;
+      ASSERT_EQ(fn(MPI_IN_PLACE, want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(mpi(MPI_IN_PLACE, got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
+      if (!exclusive || me > 0) {
+        EXPECT_EQ(got, want) << (exclusive ? "Exscan" : "Scan") << " in place";
+      }
+    }
   }
   MPI_Op_free(&user);
   MPI_Op_free(&sum);
@@ -354,6 +391,17 @@ TEST(MoreCollectives, NonBlockingFormsInFlightTogether) {
                            t.strided, MPI_COMM_WORLD, &r), MPI_SUCCESS);
   for (int flag = 0; !flag;) ASSERT_EQ(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), MPI_SUCCESS);
   EXPECT_EQ(g6, w6);
+  // the prefix and irregular scatter reductions' non-blocking forms
+  std::vector<double> w7(12, -1), g7 = w7, w8(12, -1), g8 = w8;
+  PMPI_Scan(sbuf.data(), w7.data(), 4, t.strided, sum, MPI_COMM_WORLD);
+  PMPI_Reduce_scatter(sbuf.data(), w8.data(), cnt.data(), t.strided, sum, MPI_COMM_WORLD);
+  MPI_Request rs[2];
+  ASSERT_EQ(MPI_Iscan(sbuf.data(), g7.data(), 4, t.strided, sum, MPI_COMM_WORLD, &rs[0]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Ireduce_scatter(sbuf.data(), g8.data(), cnt.data(), t.strided, sum, MPI_COMM_WORLD, &rs[1]),
+            MPI_SUCCESS);
+  ASSERT_EQ(MPI_Waitall(2, rs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  EXPECT_EQ(g7, w7);
+  EXPECT_EQ(g8, w8);
   MPI_Op_free(&sum);
 }
 

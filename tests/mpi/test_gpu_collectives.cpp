@@ -254,6 +254,26 @@ TEST(GpuCollectives, ReductionsOnDeviceBuffers) {
     ASSERT_EQ(PMPI_Reduce_scatter_block(src.data(), sw.data(), c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
     ASSERT_EQ(MPI_Reduce_scatter_block(dsrc.p, ds.p, c, MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
     EXPECT_TRUE(ds.get() == sw) << "reduce_scatter_block";
+    std::vector<int> counts(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) counts[static_cast<size_t>(i)] = c / (i + 1);
+    std::vector<double> vw(static_cast<size_t>(c), -1);
+    Dev dv(vw);
+    ASSERT_EQ(PMPI_Reduce_scatter(src.data(), vw.data(), counts.data(), MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_scatter(dsrc.p, dv.p, counts.data(), MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_TRUE(dv.get() == vw) << "reduce_scatter";
+    for (bool exclusive : {false, true}) {
+      std::vector<double> pw(static_cast<size_t>(c), -1);
+      Dev dp(pw);
+      ASSERT_EQ((exclusive ? PMPI_Exscan : PMPI_Scan)(src.data(), pw.data(), c, MPI_DOUBLE, op, MPI_COMM_WORLD),
+                MPI_SUCCESS);
+      MPI_Request r;
+      ASSERT_EQ((exclusive ? MPI_Iexscan : MPI_Iscan)(dsrc.p, dp.p, c, MPI_DOUBLE, op, MPI_COMM_WORLD, &r),
+                MPI_SUCCESS);
+      ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      if (!exclusive || me > 0) {  // Exscan leaves rank 0's result undefined
+        EXPECT_TRUE(dp.get() == pw) << (exclusive ? "iexscan" : "iscan");
+      }
+    }
   }
   // integers, MPI_BAND, device send buffer and host result; the buffer is
   // written by a small pageable cudaMemcpy, which may return before the data
