@@ -9,7 +9,12 @@
 //              blocks timed on 4096 blocks and scaled: marked ~)
 //   limit      a contiguous transfer of the packed bytes by the best path:
 //              min(host MPI ping-pong of pinned buffers, cudaMemcpyPeer
-//              between the two GPUs -- a device-to-device copy on one GPU)
+//              between the two GPUs). With both ranks on one GPU the GPU path
+//              is the receiver copying the bytes out of the sender's buffer
+//              over CUDA IPC after a 1-byte message: every turn of two
+//              processes on one GPU (no MPS) costs an engine context switch
+//              (~150 us on an H100, bench/probe_shared_gpu.cu), which a copy
+//              inside one process (printed beside it, "1 proc") never pays.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -93,6 +98,41 @@ Object object_3d(int n, bool xface) {
   return o;
 }
 
+// Both ranks on one GPU: the receiver copies `bytes` out of the sender's
+// device buffer over CUDA IPC once a 1-byte message says they are there.
+double ipc_copy_pingpong(int me, double budget, size_t bytes) {
+  const int peer = 1 - me;
+  void *mine = nullptr, *local = nullptr, *theirs = nullptr;
+  cudaMalloc(&mine, bytes);
+  cudaMalloc(&local, bytes);
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaIpcMemHandle_t h, ph;
+  cudaIpcGetMemHandle(&h, mine);
+  PMPI_Sendrecv(&h, sizeof h, MPI_BYTE, peer, 3, &ph, sizeof ph, MPI_BYTE, peer, 3, MPI_COMM_WORLD,
+                MPI_STATUS_IGNORE);
+  int ok = cudaIpcOpenMemHandle(&theirs, ph, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess;
+  PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  double t = -1;  // no IPC between the two
+  if (ok) {
+    char token = 0;
+    t = pingpong(
+        me, budget, [&] { PMPI_Send(&token, 1, MPI_BYTE, peer, 4, MPI_COMM_WORLD); },
+        [&] {
+          PMPI_Recv(&token, 1, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          cudaMemcpyAsync(local, theirs, bytes, cudaMemcpyDeviceToDevice, s);
+          cudaStreamSynchronize(s);
+        });
+    PMPI_Barrier(MPI_COMM_WORLD);  // the peer is done reading before the handle closes
+  }
+  if (theirs) cudaIpcCloseMemHandle(theirs);
+  PMPI_Barrier(MPI_COMM_WORLD);
+  cudaStreamDestroy(s);
+  cudaFree(mine);
+  cudaFree(local);
+  return t;
+}
+
 }  // namespace
 
 int bench_gpu_pingpong(int argc, char** argv) {
@@ -143,13 +183,15 @@ int bench_gpu_pingpong(int argc, char** argv) {
   FILE* csv = me == 0 && csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
     std::fprintf(csv, "object,bytes,block,oneshot,staged,pipelined,device,auto,manual,per_block,per_block_scaled,"
-                      "limit_host,limit_peer\n");
+                      "limit_host,limit_peer,limit_one_process\n");
+  const bool one_gpu = ndev == 1;
   if (me == 0) {
     std::printf("device %s x%d (ranks on %s); one-way time in us; limit = min(host pinned, %s)\n", prop.name, ndev,
-                ndev > 1 ? "separate GPUs" : "one GPU", ndev > 1 ? "cudaMemcpyPeer" : "device memcpy");
-    std::printf("%-30s %9s %9s %9s %9s %9s | %10s %11s | %9s %9s | %8s %9s\n", "object", "oneshot", "staged",
-                "pipelined", "device", "auto", "manual", "per-block", "lim host", "lim peer", "auto/lim",
-                "blk/auto");
+                one_gpu ? "one GPU" : "separate GPUs",
+                one_gpu ? "IPC copy between the two processes" : "cudaMemcpyPeer");
+    std::printf("%-30s %9s %9s %9s %9s %9s | %10s %11s | %9s %9s | %8s %9s%s\n", "object", "oneshot", "staged",
+                "pipelined", "device", "auto", "manual", "per-block", "lim host", one_gpu ? "lim ipc" : "lim peer",
+                "auto/lim", "blk/auto", one_gpu ? " |   1 proc" : "");
   }
   const char* methods[5] = {"oneshot", "staged", "pipelined", "device", "auto"};
   for (auto& o : objs) {
@@ -229,21 +271,29 @@ int bench_gpu_pingpong(int argc, char** argv) {
     }
     PMPI_Bcast(&t_peer, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     PMPI_Bcast(&t_blocks, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    const double t_one_process = t_peer;
+    if (one_gpu) {
+      const double t_ipc = ipc_copy_pingpong(me, budget, static_cast<size_t>(o.bytes));
+      if (t_ipc > 0) t_peer = t_ipc;
+    }
     const double t_per_block = t_blocks + t_host;
     const bool scaled = o.nblocks > static_cast<int64_t>(o.block_offsets.size());
     const double limit = std::min(t_host, t_peer);
     if (me == 0) {
       char pb[32];
       std::snprintf(pb, sizeof pb, "%s%.1f", scaled ? "~" : "", t_per_block * 1e6);
-      std::printf("%-30s %9.1f %9.1f %9.1f %9.1f %9.1f | %10.1f %11s | %9.1f %9.1f | %7.2fx %8.0fx\n",
+      char one[32] = "";
+      if (one_gpu) std::snprintf(one, sizeof one, " | %8.1f", t_one_process * 1e6);
+      std::printf("%-30s %9.1f %9.1f %9.1f %9.1f %9.1f | %10.1f %11s | %9.1f %9.1f | %7.2fx %8.0fx%s\n",
                   o.name.c_str(), t_method[0] * 1e6, t_method[1] * 1e6, t_method[2] * 1e6, t_method[3] * 1e6,
                   t_method[4] * 1e6, t_manual * 1e6, pb, t_host * 1e6, t_peer * 1e6, t_method[4] / limit,
-                  t_per_block / t_method[4]);
+                  t_per_block / t_method[4], one);
       std::fflush(stdout);
       if (csv)
-        std::fprintf(csv, "%s,%lld,%lld,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g\n", o.name.c_str(),
+        std::fprintf(csv, "%s,%lld,%lld,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g,%g\n", o.name.c_str(),
                      static_cast<long long>(o.bytes), static_cast<long long>(o.block), t_method[0], t_method[1],
-                     t_method[2], t_method[3], t_method[4], t_manual, t_per_block, scaled ? 1 : 0, t_host, t_peer);
+                     t_method[2], t_method[3], t_method[4], t_manual, t_per_block, scaled ? 1 : 0, t_host, t_peer,
+                     t_one_process);
     }
     cudaFreeHost(packed);
     cudaFree(dev);

@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang|sharedgpu] [--quick]
 # `start` is a session's first call (under 10 minutes on a fresh machine):
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
@@ -88,6 +88,16 @@ if [ "$what" = trace ]; then
     python3 tools/trace_timeline.py "$out/trace-$tag" --last ${TRACE_LAST:-1500} --raw > "$out/trace-$tag-raw.txt"
     rm -f "$out/trace-$tag".*.txt
   done
+fi
+
+if [ "$what" = sharedgpu ]; then
+  # two processes taking turns on one GPU (configures and builds the probe alone if needed)
+  [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
+  cmake --build $build --target dtmpi-probe-shared-gpu > "$out/build-probe.log" 2>&1 || { tail -20 "$out/build-probe.log"; exit 1; }
+  step "dtmpi-probe-shared-gpu, both ranks on GPU 0 (twice)"
+  for r in 1 2; do CUDA_VISIBLE_DEVICES=0 timeout 120 mpiexec -n 2 $build/bench/dtmpi-probe-shared-gpu; done \
+    | tee "$out/probe-shared-gpu.txt"
 fi
 
 if [ "$what" = issue4 ]; then
