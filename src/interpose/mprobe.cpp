@@ -31,7 +31,8 @@ namespace {
 
 struct Matched {
   MPI_Comm comm = MPI_COMM_NULL;     // errors of the matched receive go to its handler
-  std::unique_ptr<tp::Stashed> taken;  // dtmpi holds the message; the handle is a stand-in
+  std::unique_ptr<tp::Stashed> taken;  // dtmpi holds the message; the handle is a stand-in ...
+  MPI_Request stand_in_send = MPI_REQUEST_NULL;  // ... whose send completes once it is received (MPICH)
 };
 
 struct Table {
@@ -45,11 +46,12 @@ Table& table() {
   return *t;
 }
 
-void remember(MPI_Message m, MPI_Comm comm, std::unique_ptr<tp::Stashed> taken) {
+void remember(MPI_Message m, MPI_Comm comm, std::unique_ptr<tp::Stashed> taken,
+              MPI_Request stand_in_send = MPI_REQUEST_NULL) {
   if (m == MPI_MESSAGE_NO_PROC || m == MPI_MESSAGE_NULL) return;
   auto& t = table();
   std::lock_guard lock(t.mu);
-  t.messages[m] = Matched{comm, std::move(taken)};
+  t.messages[m] = Matched{comm, std::move(taken), stand_in_send};
 }
 
 std::optional<Matched> forget(MPI_Message m) {
@@ -62,8 +64,10 @@ std::optional<Matched> forget(MPI_Message m) {
   return out;
 }
 
-// A message handle of dtmpi's own: zero bytes to itself, matched.
-int stand_in(MPI_Message* out) {
+// A message handle of dtmpi's own: zero bytes to itself, matched. The send
+// stays in `send` until the stand-in is received (MPICH completes a send to
+// itself only then).
+int stand_in(MPI_Message* out, MPI_Request* send) {
   auto& t = table();
   MPI_Comm self;
   {
@@ -72,19 +76,23 @@ int stand_in(MPI_Message* out) {
       if (int rc = PMPI_Comm_dup(MPI_COMM_SELF, &t.self); rc != MPI_SUCCESS) return rc;
     self = t.self;
   }
-  MPI_Request r;
-  if (int rc = PMPI_Isend(nullptr, 0, MPI_BYTE, 0, 0, self, &r); rc != MPI_SUCCESS) return rc;
-  const int rc = PMPI_Mprobe(0, 0, self, out, MPI_STATUS_IGNORE);
-  const int wrc = PMPI_Wait(&r, MPI_STATUS_IGNORE);
-  return rc != MPI_SUCCESS ? rc : wrc;
+  if (int rc = PMPI_Isend(nullptr, 0, MPI_BYTE, 0, 0, self, send); rc != MPI_SUCCESS) return rc;
+  return PMPI_Mprobe(0, 0, self, out, MPI_STATUS_IGNORE);
+}
+
+// Receives a stand-in message and completes its send.
+void retire(MPI_Message* message, Matched& m) {
+  PMPI_Mrecv(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);  // sets MPI_MESSAGE_NULL
+  PMPI_Wait(&m.stand_in_send, MPI_STATUS_IGNORE);
 }
 
 // Gives the application a message dtmpi holds.
 int hand_out(tp::Stashed e, int* flag, MPI_Message* message, MPI_Status* status) {
   const MPI_Comm comm = e.comm;
   tp::status_of(e, status);
-  if (int rc = stand_in(message); rc != MPI_SUCCESS) return raise(comm, rc);
-  remember(*message, comm, std::make_unique<tp::Stashed>(std::move(e)));
+  MPI_Request send = MPI_REQUEST_NULL;
+  if (int rc = stand_in(message, &send); rc != MPI_SUCCESS) return raise(comm, rc);
+  remember(*message, comm, std::make_unique<tp::Stashed>(std::move(e)), send);
   *flag = 1;
   return MPI_SUCCESS;
 }
@@ -131,7 +139,7 @@ DTMPI_EXPORT int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message*
   if (!m) return REAL(MPI_Mrecv)(buf, count, type, message, status);
   tp::poll();
   if (m->taken) {
-    PMPI_Mrecv(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);  // the stand-in; sets MPI_MESSAGE_NULL
+    retire(message, *m);
     return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, status, nullptr);
   }
   dtmpi::interpose::RecvRoute r;
@@ -150,7 +158,7 @@ DTMPI_EXPORT int MPI_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message
   if (!m) return REAL(MPI_Imrecv)(buf, count, type, message, request);
   tp::poll();
   if (m->taken) {
-    PMPI_Mrecv(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);
+    retire(message, *m);
     return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, MPI_STATUS_IGNORE, request);
   }
   dtmpi::interpose::RecvRoute r;
