@@ -1,6 +1,7 @@
 // Reductions on buffers the system MPI cannot take (GPU memory; derived types
 // in the host test mode): MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block,
-// MPI_Reduce_scatter, MPI_Scan, MPI_Exscan and their non-blocking forms. A reduction works element by element on the
+// MPI_Reduce_scatter, MPI_Scan, MPI_Exscan, their non-blocking forms, and
+// MPI_Reduce_local. A reduction works element by element on the
 // user's own layout, so the buffers are not packed: the span of memory the
 // (count, type) touches is copied to host memory as it is (one DMA copy), the
 // system MPI reduces there with the user's type and op -- predefined or
@@ -228,4 +229,9 @@ DTMPI_EXPORT int MPI_Exscan(const void* sb, void* rb, int count, MPI_Datatype ty
 DTMPI_EXPORT int MPI_Iexscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                              MPI_Request* req) {
   return scan(true, sb, rb, count, type, op, comm, req);
+}
+// No communicator: errors go to MPI_COMM_WORLD's handler (MPI-3.1 sec. 8.3).
+DTMPI_EXPORT int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype type, MPI_Op op) {
+  return run_reduction(in, count, inout, count, true, type, MPI_COMM_WORLD, nullptr,
+                       [&](const void* s, void* r, MPI_Request*) { return REAL(MPI_Reduce_local)(s, r, count, type, op); });
 }

@@ -73,6 +73,7 @@
   X(MPI_Iscan)                  \
   X(MPI_Exscan)                 \
   X(MPI_Iexscan)                \
+  X(MPI_Reduce_local)           \
   X(MPI_Iprobe)                  \
   X(MPI_Wait)                    \
   X(MPI_Waitall)                 \

@@ -327,6 +327,13 @@ TEST(MoreCollectives, Reductions) {
     const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(me)] * 3);
     EXPECT_EQ(std::vector<double>(got.begin(), got.begin() + static_cast<long>(mine)),
               std::vector<double>(want.begin(), want.begin() + static_cast<long>(mine)));
+    // the local reduction
+    want = sbuf;
+    got = sbuf;
+    auto other = filled(static_cast<size_t>(c * 3), me + 1, 4);
+    ASSERT_EQ(PMPI_Reduce_local(other.data(), want.data(), c, t.strided, op), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_local(other.data(), got.data(), c, t.strided, op), MPI_SUCCESS);
+    EXPECT_EQ(got, want) << "Reduce_local";
     // prefix reductions, out of place and in place; Exscan's result on rank 0 is undefined
     for (bool exclusive : {false, true}) {
       auto fn = exclusive ? PMPI_Exscan : PMPI_Scan;

@@ -261,6 +261,11 @@ TEST(GpuCollectives, ReductionsOnDeviceBuffers) {
     ASSERT_EQ(PMPI_Reduce_scatter(src.data(), vw.data(), counts.data(), MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
     ASSERT_EQ(MPI_Reduce_scatter(dsrc.p, dv.p, counts.data(), MPI_DOUBLE, op, MPI_COMM_WORLD), MPI_SUCCESS);
     EXPECT_TRUE(dv.get() == vw) << "reduce_scatter";
+    auto local = src;
+    Dev dl(local);
+    ASSERT_EQ(PMPI_Reduce_local(src.data() + c, local.data(), c, MPI_DOUBLE, op), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Reduce_local(dsrc.p + c, dl.p, c, MPI_DOUBLE, op), MPI_SUCCESS);
+    EXPECT_TRUE(dl.get() == local) << "reduce_local";
     for (bool exclusive : {false, true}) {
       std::vector<double> pw(static_cast<size_t>(c), -1);
       Dev dp(pw);
