@@ -1,6 +1,6 @@
 // Every other collective dtmpi takes over -- alltoall, allgather(v), gather(v),
-// scatter(v), bcast, the neighbor allgathers, the reductions and the
-// non-blocking forms -- through dtmpi's staging path (DTMPI_TEST_STAGE_HOST=1
+// scatter(v), bcast, the neighbor allgathers and the non-blocking forms
+// (the reductions: test_collectives_reduce.cpp, same binary) -- through dtmpi's staging path (DTMPI_TEST_STAGE_HOST=1
 // stages host buffers of derived types exactly as GPU buffers are staged),
 // against the system MPI doing the same call with the same types (PMPI_*):
 // strided types on one or both sides, MPI_IN_PLACE, every root, zero counts.
@@ -18,44 +18,9 @@
 #include "common/dtmpi_stats.hpp"
 #include "common/mpi_world.hpp"
 #include "dtmpi/dtmpi.h"
+#include "mpi/collectives_common.hpp"
 
-namespace {
-
-using dtmpi::testing::world_rank;
-using dtmpi::testing::world_size;
-
-// Element types with the signature "2 doubles": strided (3 doubles apart),
-// contiguous derived, and named (MPI_DOUBLE, count doubled).
-struct Types {
-  MPI_Datatype strided = MPI_DATATYPE_NULL, contig = MPI_DATATYPE_NULL, vec = MPI_DATATYPE_NULL;
-  Types() {
-    MPI_Type_vector(1, 2, 3, MPI_DOUBLE, &vec);
-    MPI_Type_create_resized(vec, 0, 3 * sizeof(double), &strided);
-    MPI_Type_commit(&strided);
-    MPI_Type_contiguous(2, MPI_DOUBLE, &contig);
-    MPI_Type_commit(&contig);
-  }
-  ~Types() {
-    MPI_Type_free(&strided);
-    MPI_Type_free(&contig);
-    MPI_Type_free(&vec);
-  }
-  // type k (0 strided, 1 contiguous, 2 named), its doubles per extent and count factor
-  MPI_Datatype type(int k) const { return k == 0 ? strided : k == 1 ? contig : MPI_DOUBLE; }
-  static int width(int k) { return k == 0 ? 3 : 2; }  // doubles per logical element
-  static int factor(int k) { return k == 2 ? 2 : 1; }
-};
-
-std::vector<double> filled(size_t n, int me, int salt) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = me * 1e6 + salt * 1e4 + static_cast<double>(i);
-  return v;
-}
-
-// type combinations (send kind, receive kind) tried by each test
-const int kCombos[][2] = {{0, 1}, {1, 0}, {0, 0}, {2, 0}, {0, 2}};
-
-}  // namespace
+using namespace more_collectives;
 
 TEST(MoreCollectives, AlltoallAndInPlace) {
   const int me = world_rank(), n = world_size();
@@ -235,128 +200,6 @@ TEST(MoreCollectives, NeighborAllgathers) {
   MPI_Comm_free(&ring);
 }
 
-namespace {
-// A user-defined op (max of absolute values) on doubles.
-// Elements of 2 doubles laid out as the type says (MPI hands user ops the
-// user's layout, gaps included).
-int doubles_apart(MPI_Datatype* t) {
-  MPI_Aint lb = 0, extent = 0;
-  MPI_Type_get_extent(*t, &lb, &extent);
-  return static_cast<int>(extent / static_cast<MPI_Aint>(sizeof(double)));
-}
-void absmax(void* in, void* inout, int* len, MPI_Datatype* t) {
-  auto* a = static_cast<double*>(in);
-  auto* b = static_cast<double*>(inout);
-  const int w = doubles_apart(t);
-  for (int i = 0; i < *len; ++i)
-    for (int k = 0; k < 2; ++k) b[i * w + k] = std::max(std::abs(a[i * w + k]), std::abs(b[i * w + k]));
-}
-// A sum as a user-defined op: MPI's predefined ops take only predefined
-// types (Open MPI refuses derived ones), and the host test mode stages
-// derived types only; predefined ops on GPU memory are tested on the GPU.
-void sum2(void* in, void* inout, int* len, MPI_Datatype* t) {
-  auto* a = static_cast<double*>(in);
-  auto* b = static_cast<double*>(inout);
-  const int w = doubles_apart(t);
-  for (int i = 0; i < *len; ++i)
-    for (int k = 0; k < 2; ++k) b[i * w + k] += a[i * w + k];
-}
-}  // namespace
-
-// Reductions on a strided type (the gaps must keep their bytes), in place,
-// every root.
-TEST(MoreCollectives, Reductions) {
-  const int me = world_rank(), n = world_size();
-  Types t;
-  MPI_Op user, sum;
-  MPI_Op_create(absmax, 1, &user);
-  MPI_Op_create(sum2, 1, &sum);
-  for (MPI_Op op : {sum, user}) {
-    const int c = 6;
-    auto sbuf = filled(static_cast<size_t>(c * 3), me, 1);
-    std::vector<double> want(static_cast<size_t>(c * 3), -5), got = want;
-    ASSERT_EQ(PMPI_Allreduce(sbuf.data(), want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Allreduce(sbuf.data(), got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    EXPECT_EQ(got, want);
-    want = sbuf;
-    got = sbuf;
-    ASSERT_EQ(PMPI_Allreduce(MPI_IN_PLACE, want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    EXPECT_EQ(got, want);
-    for (int root = 0; root < n; ++root) {
-      want.assign(want.size(), -5);
-      got = want;
-      ASSERT_EQ(PMPI_Reduce(sbuf.data(), want.data(), c, t.strided, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
-      ASSERT_EQ(MPI_Reduce(sbuf.data(), got.data(), c, t.strided, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
-      EXPECT_EQ(got, want) << "root " << root;
-      want = sbuf;
-      got = sbuf;
-      const bool r = me == root;
-      ASSERT_EQ(PMPI_Reduce(r ? MPI_IN_PLACE : want.data(), r ? want.data() : nullptr, c, t.strided, op, root,
-                            MPI_COMM_WORLD), MPI_SUCCESS);
-      ASSERT_EQ(MPI_Reduce(r ? MPI_IN_PLACE : got.data(), r ? got.data() : nullptr, c, t.strided, op, root,
-                           MPI_COMM_WORLD), MPI_SUCCESS);
-      EXPECT_EQ(got, want) << "in place, root " << root;
-    }
-    auto big = filled(static_cast<size_t>(n * 2 * 3), me, 2);
-    want.assign(6, -5);
-    got = want;
-    ASSERT_EQ(PMPI_Reduce_scatter_block(big.data(), want.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Reduce_scatter_block(big.data(), got.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    EXPECT_EQ(got, want);
-    want = big;
-    got = big;
-    ASSERT_EQ(PMPI_Reduce_scatter_block(MPI_IN_PLACE, want.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Reduce_scatter_block(MPI_IN_PLACE, got.data(), 2, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    EXPECT_EQ(std::vector<double>(got.begin(), got.begin() + 6), std::vector<double>(want.begin(), want.begin() + 6));
-    // MPI_Reduce_scatter: rank i gets i % 3 + 1 elements (3 doubles each)
-    std::vector<int> counts(static_cast<size_t>(n));
-    int total = 0;
-    for (int i = 0; i < n; ++i) total += counts[static_cast<size_t>(i)] = i % 3 + 1;
-    auto all = filled(static_cast<size_t>(total * 3), me, 3);
-    want.assign(static_cast<size_t>(total * 3), -5);
-    got = want;
-    ASSERT_EQ(PMPI_Reduce_scatter(all.data(), want.data(), counts.data(), t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Reduce_scatter(all.data(), got.data(), counts.data(), t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    EXPECT_EQ(got, want);
-    want = all;
-    got = all;
-    ASSERT_EQ(PMPI_Reduce_scatter(MPI_IN_PLACE, want.data(), counts.data(), t.strided, op, MPI_COMM_WORLD),
-              MPI_SUCCESS);
-    ASSERT_EQ(MPI_Reduce_scatter(MPI_IN_PLACE, got.data(), counts.data(), t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-    const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(me)] * 3);
-    EXPECT_EQ(std::vector<double>(got.begin(), got.begin() + static_cast<long>(mine)),
-              std::vector<double>(want.begin(), want.begin() + static_cast<long>(mine)));
-    // the local reduction
-    want = sbuf;
-    got = sbuf;
-    auto other = filled(static_cast<size_t>(c * 3), me + 1, 4);
-    ASSERT_EQ(PMPI_Reduce_local(other.data(), want.data(), c, t.strided, op), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Reduce_local(other.data(), got.data(), c, t.strided, op), MPI_SUCCESS);
-    EXPECT_EQ(got, want) << "Reduce_local";
-    // prefix reductions, out of place and in place; Exscan's result on rank 0 is undefined
-    for (bool exclusive : {false, true}) {
-      auto fn = exclusive ? PMPI_Exscan : PMPI_Scan;
-      auto mpi = exclusive ? MPI_Exscan : MPI_Scan;
-      want.assign(static_cast<size_t>(c * 3), -5);
-      got = want;
-      ASSERT_EQ(fn(sbuf.data(), want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-      ASSERT_EQ(mpi(sbuf.data(), got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-      if (!exclusive || me > 0) {
-        EXPECT_EQ(got, want) << (exclusive ? "Exscan" : "Scan");
-      }
-      want = sbuf;
-      got = sbuf;
-      ASSERT_EQ(fn(MPI_IN_PLACE, want.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-      ASSERT_EQ(mpi(MPI_IN_PLACE, got.data(), c, t.strided, op, MPI_COMM_WORLD), MPI_SUCCESS);
-      if (!exclusive || me > 0) {
-        EXPECT_EQ(got, want) << (exclusive ? "Exscan" : "Scan") << " in place";
-      }
-    }
-  }
-  MPI_Op_free(&user);
-  MPI_Op_free(&sum);
-}
 
 // Non-blocking forms: several in flight at once, completed by one Waitall,
 // results unpacked at completion.
