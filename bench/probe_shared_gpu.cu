@@ -10,6 +10,10 @@
 //   stream waits    no host in the loop: each rank's stream waits
 //                   (cuStreamWaitValue64) for the other's counter and then
 //                   writes its own; the GPU alone hands the turn over
+//   copies          each rank's turn is one copy-engine copy of 64 KiB:
+//                   device to pinned host, pinned host to device, device to
+//                   device (its own memory), a strided 2D device-to-device
+//                   copy -- which engines pay the ~145 us context turn?
 //   kept busy       "both sides" again while each rank keeps a stream wait
 //                   pending on a second stream of its context (released at
 //                   the end), or in a second context of its own: does a
@@ -131,6 +135,35 @@ int main(int argc, char** argv) {
     }
   });
 
+  // one copy per turn, both sides, 64 KiB
+  const size_t small = size_t{64} << 10;
+  char* pinned = nullptr;
+  CHECK_CUDA(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault));
+  auto copy_turn = [&](void* dst, const void* src, cudaMemcpyKind kind) {
+    return pingpong_us([&](int) {
+      CHECK_CUDA(cudaMemcpyAsync(dst, src, small, kind, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+    });
+  };
+  const double d2h = copy_turn(pinned, mine, cudaMemcpyDeviceToHost);
+  const double h2d = copy_turn(mine, pinned, cudaMemcpyHostToDevice);
+  const double d2d = copy_turn(local, mine, cudaMemcpyDeviceToDevice);
+  const double d2d_2d = pingpong_us([&](int) {  // 4096 rows of 16 B, pitch 64 B -> packed
+    CHECK_CUDA(cudaMemcpy2DAsync(local, 16, mine, 64, 16, 4096, cudaMemcpyDeviceToDevice, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  });
+  const double d2h_2d = pingpong_us([&](int) {
+    CHECK_CUDA(cudaMemcpy2DAsync(pinned, 16, mine, 64, 16, 4096, cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  });
+  const double d2d_one_side = pingpong_us([&](int) {
+    if (g_me == 0) {
+      CHECK_CUDA(cudaMemcpyAsync(local, mine, small, cudaMemcpyDeviceToDevice, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+    }
+  });
+  CHECK_CUDA(cudaFreeHost(pinned));
+
   // GPU-side turns: rank 0 writes 1, 3, 5, ... after seeing the peer's 0, 2,
   // 4, ...; rank 1 writes 2, 4, ... after seeing 1, 3, ...
   const int turns = 200;
@@ -199,6 +232,12 @@ int main(int argc, char** argv) {
     std::printf("%-48s %9.2f\n", "1 MiB IPC copy + wait, one side only", copy_one_side);
     std::printf("%-48s %9.2f\n", "1 MiB IPC copy + wait, both sides", ipc);
     std::printf("%-48s %9.2f\n", "stream waits on each other's counter (GPU only)", waits);
+    std::printf("%-48s %9.2f\n", "64 KiB D2D copy + wait, one side only", d2d_one_side);
+    std::printf("%-48s %9.2f\n", "64 KiB D2H (pinned) copy + wait, both sides", d2h);
+    std::printf("%-48s %9.2f\n", "64 KiB H2D (pinned) copy + wait, both sides", h2d);
+    std::printf("%-48s %9.2f\n", "64 KiB D2D copy + wait, both sides", d2d);
+    std::printf("%-48s %9.2f\n", "64 KiB 2D D2D copy (16 B rows) + wait, both", d2d_2d);
+    std::printf("%-48s %9.2f\n", "64 KiB 2D D2H copy (16 B rows) + wait, both", d2h_2d);
     std::printf("%-48s %9.2f\n", "both sides, a wait pending on a 2nd stream", kept_same);
     std::printf("%-48s %9.2f\n", "IPC copy both sides, a wait pending on a 2nd stream", kept_same_ipc);
     std::printf("%-48s %9.2f\n", "both sides, a wait pending in a 2nd context", kept_other);
