@@ -12,9 +12,10 @@
 //              between the two GPUs). With both ranks on one GPU the GPU path
 //              is the receiver copying the bytes out of the sender's buffer
 //              over CUDA IPC after a 1-byte message: every turn of two
-//              processes on one GPU (no MPS) costs an engine context switch
-//              (~150 us on an H100, bench/probe_shared_gpu.cu), which a copy
-//              inside one process (printed beside it, "1 proc") never pays.
+//              processes on one GPU (no MPS) that runs the compute engine (a
+//              kernel, a device-to-device copy) costs a context switch (~150 us
+//              on an H100, bench/probe_shared_gpu.cu), which a copy inside one
+//              process (printed beside it, "1 proc") never pays.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
