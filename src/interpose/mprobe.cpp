@@ -134,40 +134,44 @@ DTMPI_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* mes
   }
 }
 
-DTMPI_EXPORT int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
+namespace {
+
+// MPI_Mrecv (`request` null: blocking, `status` filled) and MPI_Imrecv.
+int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status,
+                    MPI_Request* request) {
+  auto pass_through = [&] {
+    return request ? REAL(MPI_Imrecv)(buf, count, type, message, request)
+                   : REAL(MPI_Mrecv)(buf, count, type, message, status);
+  };
   std::optional<Matched> m = rt::active() && message ? forget(*message) : std::nullopt;
-  if (!m) return REAL(MPI_Mrecv)(buf, count, type, message, status);
+  if (!m) return pass_through();
   tp::poll();
   if (m->taken) {
     retire(message, *m);
-    return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, status, nullptr);
+    return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, request ? MPI_STATUS_IGNORE : status,
+                                          request);
   }
   dtmpi::interpose::RecvRoute r;
-  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged)
-    return REAL(MPI_Mrecv)(buf, count, type, message, status);
+  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged) return pass_through();
+  if (request)
+    return dtmpi::interpose::post_one_message(
+        r.buffer, m->comm,
+        [&](void* landing, int bytes, MPI_Request* req) {
+          return REAL(MPI_Imrecv)(landing, bytes, MPI_PACKED, message, req);
+        },
+        request);
   return dtmpi::interpose::receive_one_message(
       r.buffer, m->comm,
-      [&](void* landing, int bytes, MPI_Status* st) {
-        return REAL(MPI_Mrecv)(landing, bytes, MPI_PACKED, message, st);
-      },
+      [&](void* landing, int bytes, MPI_Status* st) { return REAL(MPI_Mrecv)(landing, bytes, MPI_PACKED, message, st); },
       status);
 }
 
+}  // namespace
+
+DTMPI_EXPORT int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
+  return matched_receive(buf, count, type, message, status, nullptr);
+}
+
 DTMPI_EXPORT int MPI_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Request* request) {
-  std::optional<Matched> m = rt::active() && message ? forget(*message) : std::nullopt;
-  if (!m) return REAL(MPI_Imrecv)(buf, count, type, message, request);
-  tp::poll();
-  if (m->taken) {
-    retire(message, *m);
-    return dtmpi::interpose::recv_stashed(buf, count, type, m->comm, *m->taken, MPI_STATUS_IGNORE, request);
-  }
-  dtmpi::interpose::RecvRoute r;
-  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged)
-    return REAL(MPI_Imrecv)(buf, count, type, message, request);
-  return dtmpi::interpose::post_one_message(
-      r.buffer, m->comm,
-      [&](void* landing, int bytes, MPI_Request* req) {
-        return REAL(MPI_Imrecv)(landing, bytes, MPI_PACKED, message, req);
-      },
-      request);
+  return matched_receive(buf, count, type, message, MPI_STATUS_IGNORE, request);
 }
