@@ -51,6 +51,14 @@ namespace {
 
 __global__ void empty_kernel() {}
 
+// A gather of `rows` rows of `width` bytes, `pitch` apart, into `dst` (what a
+// pack kernel does for a 2D-strided layout), byte by byte.
+__global__ void gather_rows(const char* src, char* dst, size_t width, size_t pitch, size_t rows) {
+  const size_t n = width * rows;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    dst[i] = src[(i / width) * pitch + i % width];
+}
+
 int g_me = 0;
 constexpr int kIters = 200;
 
@@ -162,6 +170,29 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaStreamSynchronize(s));
     }
   });
+  // 64 KiB of 16-B and 256-B rows packed into mapped pinned memory: a kernel
+  // against a 2D copy-engine copy, on one side only and on both
+  char* mapped = nullptr;
+  CHECK_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), pinned, 0));
+  struct PackRow {
+    double kernel_one, copy_one, kernel_both, copy_both;
+  } packs[2];
+  const size_t widths[2] = {16, 256};
+  for (int w = 0; w < 2; ++w) {
+    const size_t width = widths[w], pitch = 4 * width, rows = small / width;
+    auto by_kernel = [&] {
+      gather_rows<<<static_cast<unsigned>((small + 255) / 256), 256, 0, s>>>(mine, mapped, width, pitch, rows);
+      CHECK_CUDA(cudaStreamSynchronize(s));
+    };
+    auto by_copy = [&] {
+      CHECK_CUDA(cudaMemcpy2DAsync(pinned, width, mine, pitch, width, rows, cudaMemcpyDeviceToHost, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+    };
+    packs[w].kernel_one = pingpong_us([&](int) { if (g_me == 0) by_kernel(); });
+    packs[w].copy_one = pingpong_us([&](int) { if (g_me == 0) by_copy(); });
+    packs[w].kernel_both = pingpong_us([&](int) { by_kernel(); });
+    packs[w].copy_both = pingpong_us([&](int) { by_copy(); });
+  }
   CHECK_CUDA(cudaFreeHost(pinned));
 
   // GPU-side turns: rank 0 writes 1, 3, 5, ... after seeing the peer's 0, 2,
@@ -238,6 +269,17 @@ int main(int argc, char** argv) {
     std::printf("%-48s %9.2f\n", "64 KiB D2D copy + wait, both sides", d2d);
     std::printf("%-48s %9.2f\n", "64 KiB 2D D2D copy (16 B rows) + wait, both", d2d_2d);
     std::printf("%-48s %9.2f\n", "64 KiB 2D D2H copy (16 B rows) + wait, both", d2h_2d);
+    for (int w = 0; w < 2; ++w) {
+      char label[96];
+      std::snprintf(label, sizeof label, "pack 64 KiB of %zu-B rows to pinned: kernel, one side", widths[w]);
+      std::printf("%-48s %9.2f\n", label, packs[w].kernel_one);
+      std::snprintf(label, sizeof label, "pack 64 KiB of %zu-B rows to pinned: 2D copy, one side", widths[w]);
+      std::printf("%-48s %9.2f\n", label, packs[w].copy_one);
+      std::snprintf(label, sizeof label, "pack 64 KiB of %zu-B rows to pinned: kernel, both", widths[w]);
+      std::printf("%-48s %9.2f\n", label, packs[w].kernel_both);
+      std::snprintf(label, sizeof label, "pack 64 KiB of %zu-B rows to pinned: 2D copy, both", widths[w]);
+      std::printf("%-48s %9.2f\n", label, packs[w].copy_both);
+    }
     std::printf("%-48s %9.2f\n", "both sides, a wait pending on a 2nd stream", kept_same);
     std::printf("%-48s %9.2f\n", "IPC copy both sides, a wait pending on a 2nd stream", kept_same_ipc);
     std::printf("%-48s %9.2f\n", "both sides, a wait pending in a 2nd context", kept_other);
