@@ -79,8 +79,7 @@ int send_staged(Mode mode, const tp::UserBuffer& b, int dest, int tag, MPI_Comm 
   if (rt::on_gpu(b.info) && tp::mpi_takes_device_memory()) return send_device(mode, b, dest, tag, comm, request);
   const int dest_world = tp::world_rank_of(comm, dest);
   const tp::Method m = mode == Mode::kBuffered ? (b.bytes > tp::kOneShotLimit ? tp::Method::kStaged : tp::Method::kOneShot)
-                                               : tp::choose_method(b.bytes, tp::typical_block(*b.plan), tp::typical_pitch(*b.plan),
-                                                                   b.info, dest_world);
+                                               : tp::choose_method(b, dest_world);
   if (tp::is_multi(m)) {
     DTMPI_TRACE("send: routed");
     int rc = tp::send_multi(b, m, dest, dest_world, tag, comm, mode == Mode::kSynchronous, request);

@@ -298,6 +298,11 @@ bool copy_engine_rows(const type::PackPlan& plan, int64_t count, type::StridedPl
 
 }  // namespace
 
+bool copy_engine_layout(const type::PackPlan& plan, int64_t count) {
+  type::StridedPlan rows;
+  return copy_engine_rows(plan, count, rows);
+}
+
 Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                 void* packed, const PointerInfo& pi, Lane lane) {
   const int64_t bytes = count * plan.size;

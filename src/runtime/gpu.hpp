@@ -71,6 +71,10 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
 // and every dtmpi stream but the batch lane (blocking streams under
 // DTMPI_GPU_ORDER=legacy, which it requires), run after it.
 bool may_queue_pack(const PointerInfo& a, const PointerInfo& b);
+// Whether gpu_pack/gpu_unpack move `count` elements of `plan` between device
+// and pinned host memory by one copy-engine copy (one block, or rows of at
+// least 16 bytes at a constant pitch) instead of a kernel.
+bool copy_engine_layout(const type::PackPlan& plan, int64_t count);
 Status gpu_pack_queued(const type::PackPlan& plan, int64_t count, const void* user, const PointerInfo& ui,
                        void* packed);
 Status gpu_unpack_queued(const type::PackPlan& plan, int64_t count, const void* packed, void* user,

@@ -14,6 +14,7 @@
 namespace dtmpi::runtime {
 
 bool gpu_enabled() { return false; }
+bool copy_engine_layout(const type::PackPlan&, int64_t) { return false; }
 PointerInfo pointer_info(const void*) { return PointerInfo{}; }
 
 

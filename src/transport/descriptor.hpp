@@ -37,7 +37,10 @@ enum class Wire : uint32_t {
 // kReadGated: read as kRead, by an unpack kernel on another GPU that polled
 // the ready counter itself (pack::Gate) -- the only kind of reader a sender
 // may batch its packs for (DTMPI_BATCH_PACKS, transport/send.cpp).
-enum class Ack : int32_t { kRead = 0, kSendPayload = 1, kDiscard = 2, kReadGated = 3 };
+// kReadGated: read by a gated kernel on another GPU; kReadSameGpu: read by
+// another process on the sender's own GPU (its sends there prefer the
+// copy-engine one-message path, transport/method.cpp).
+enum class Ack : int32_t { kRead = 0, kSendPayload = 1, kDiscard = 2, kReadGated = 3, kReadSameGpu = 4 };
 
 struct Descriptor {
   Wire wire = Wire::kPipelined;

@@ -36,7 +36,8 @@ int64_t typical_pitch(const type::PackPlan& plan) {
   return std::abs(plan.strided().dims[0].stride);
 }
 
-Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::PointerInfo& info, int peer_world) {
+Method choose_method(const UserBuffer& b, int peer_world) {
+  const int64_t bytes = b.bytes;
   const std::string& m = rt::config().method;
   // multi-message methods need a known peer, are only used from kMultiMin
   // bytes (what receivers rely on to recognize descriptors), and only in a
@@ -48,12 +49,21 @@ Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const rt::Poin
   if ((m == "pipelined" || m == "device") && !multi) return bytes <= kOneShotLimit ? Method::kOneShot : Method::kStaged;
   if (m == "pipelined") return Method::kPipelined;
   if (m == "device") return Method::kDevice;
+  // A peer that is another process on this rank's GPU (learned from its
+  // answer to a device-method transfer): without MPS the device method's
+  // kernels or device-to-device copies wait for a compute-engine context turn
+  // on each side (~150 us on an H100), while the one-message path moves a
+  // copy-engine layout between the GPU and pinned host memory without one
+  // (2D 64 KiB: 33-41 us against ~160; bench/results/gpu-pingpong-small-1xh100-2026-11-23-s9.txt).
+  if (multi && rt::on_gpu(b.info) && bytes <= kSharedGpuOneMessageMax && shares_gpu_with(peer_world) &&
+      rt::copy_engine_layout(*b.plan, b.count))
+    return bytes <= kOneShotLimit ? Method::kOneShot : Method::kStaged;
   Shape s;
   s.bytes = bytes;
-  s.block = block;
-  s.pitch = pitch;
+  s.block = typical_block(*b.plan);
+  s.pitch = typical_pitch(*b.plan);
   s.multi = multi;
-  s.ipc = multi && rt::on_gpu(info) && ipc_possible(peer_world);
+  s.ipc = multi && rt::on_gpu(b.info) && ipc_possible(peer_world);
   return choose_by_model(s);
 }
 

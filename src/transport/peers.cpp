@@ -37,6 +37,7 @@ struct Peers {
   // device-method send: a load, no lock)
   std::unique_ptr<std::atomic<bool>[]> read_by;
   std::unique_ptr<std::atomic<bool>[]> read_gated_by;
+  std::unique_ptr<std::atomic<bool>[]> same_gpu;
   bool descriptors = false;
   bool cuda_aware = false;
   int keyval = MPI_KEYVAL_INVALID;
@@ -82,6 +83,7 @@ int init_peers() {
   p.facts.resize(static_cast<size_t>(size));
   p.read_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.read_gated_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
+  p.same_gpu = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   rc = PMPI_Allgather(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
   if (rc != MPI_SUCCESS) return rc;
   const std::string& ca = runtime::config().cuda_aware;
@@ -175,11 +177,18 @@ void mark_no_ipc(int w) {
   if (std::find(g_no_ipc.begin(), g_no_ipc.end(), w) == g_no_ipc.end()) g_no_ipc.push_back(w);
 }
 
-void mark_ipc_read_by(int w, bool gated) {
+void mark_ipc_read_by(int w, bool gated, bool same_gpu) {
   Peers& p = peers();
   if (!p.read_by || w < 0 || static_cast<size_t>(w) >= p.facts.size()) return;
   p.read_by[static_cast<size_t>(w)].store(true, std::memory_order_relaxed);
   p.read_gated_by[static_cast<size_t>(w)].store(gated, std::memory_order_relaxed);
+  p.same_gpu[static_cast<size_t>(w)].store(same_gpu, std::memory_order_relaxed);
+}
+
+bool shares_gpu_with(int w) {
+  const Peers& p = peers();
+  return p.same_gpu && w >= 0 && static_cast<size_t>(w) < p.facts.size() &&
+         p.same_gpu[static_cast<size_t>(w)].load(std::memory_order_relaxed);
 }
 
 bool ipc_read_gated_by(int w) {

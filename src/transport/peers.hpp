@@ -31,9 +31,11 @@ void mark_no_ipc(int world_rank);
 // only at the receiver's answer, which may ask this rank for the payload
 // (transport/send.cpp). `gated`: its last read was a gated unpack kernel on
 // another GPU (Ack::kReadGated).
-void mark_ipc_read_by(int world_rank, bool gated);
+// `same_gpu`: it is another process on this rank's GPU (Ack::kReadSameGpu).
+void mark_ipc_read_by(int world_rank, bool gated, bool same_gpu = false);
 bool ipc_read_by(int world_rank);
 bool ipc_read_gated_by(int world_rank);
+bool shares_gpu_with(int world_rank);
 // True when some rank of the job may send a multi-message transfer (one uses
 // a GPU, or the host test mode is on, and the system MPI is not CUDA-aware):
 // receives must then look for descriptors.

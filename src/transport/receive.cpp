@@ -214,7 +214,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
       state_ = State::kIpcUnpack;
       return;
     }
-    send_ack(gated_from_other_gpu_ ? Ack::kReadGated : Ack::kRead);
+    send_ack(read_ack());
     state_ = State::kAck;
     return;
   }
@@ -284,6 +284,7 @@ bool ReceiveOp::read_over_ipc() {
     }
   }
   gated_from_other_gpu_ = gate.word && other_gpu;
+  same_gpu_peer_ = !local && !other_gpu && d_.ready.gpu != 0;
   DTMPI_TRACE(gate.word ? "recv: gated" : "recv: ready waited");
   rt::PointerInfo pi;
   pi.kind = rt::MemKind::kDevice;
@@ -430,7 +431,7 @@ bool ReceiveOp::step() {
         DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", done.error().what.c_str());
         pending_error_ = MPI_ERR_OTHER;
       }
-      send_ack(gated_from_other_gpu_ ? Ack::kReadGated : Ack::kRead);
+      send_ack(read_ack());
       state_ = State::kAck;
       return step();
     }

@@ -56,8 +56,8 @@ bool SendTail::step() {
     PMPI_Test(&ack_req, &flag, MPI_STATUS_IGNORE);
     if (!flag) return false;
     DTMPI_TRACE("send: ack received");
-    if (const Ack a = static_cast<Ack>(ack); a == Ack::kRead || a == Ack::kReadGated)
-      mark_ipc_read_by(peer_world, a == Ack::kReadGated);
+    if (const Ack a = static_cast<Ack>(ack); a == Ack::kRead || a == Ack::kReadGated || a == Ack::kReadSameGpu)
+      mark_ipc_read_by(peer_world, a == Ack::kReadGated, a == Ack::kReadSameGpu);
     if (static_cast<Ack>(ack) == Ack::kSendPayload) {
       // the receiver cannot map this over IPC: the packed bytes go to it on
       // the private communicator, and later transfers to it are pipelined

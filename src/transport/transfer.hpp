@@ -50,10 +50,13 @@ struct UserBuffer {
   int64_t bytes = 0;           // count x type size
 };
 
-// The method for sending `bytes` packed bytes in blocks of about `block`
-// bytes from memory `info` to world rank `peer_world` (-1: unknown): forced by
-// DTMPI_METHOD, else the performance model's choice (transport/predict.hpp).
-Method choose_method(int64_t bytes, int64_t block, int64_t pitch, const runtime::PointerInfo& info, int peer_world);
+// The method for sending `b` to world rank `peer_world` (-1: unknown): forced
+// by DTMPI_METHOD, else the performance model's choice (transport/predict.hpp)
+// -- except for a peer that shares this rank's GPU (see method.cpp).
+Method choose_method(const UserBuffer& b, int peer_world);
+// Up to this many bytes, a copy-engine layout goes to a peer on this rank's
+// own GPU by the one-message path, not the device method.
+inline constexpr int64_t kSharedGpuOneMessageMax = 256 * 1024;
 // The typical contiguous block of a layout (what pack times depend on).
 int64_t typical_block(const type::PackPlan& plan);
 // The distance between consecutive blocks of a strided layout (0: irregular or one block).
@@ -126,6 +129,10 @@ class ReceiveOp final : public Operation {
   runtime::DeviceBuffer device_;
   std::vector<runtime::GpuMarker> markers_;
   bool gated_from_other_gpu_ = false;  // read_over_ipc: answered with Ack::kReadGated
+  bool same_gpu_peer_ = false;         // read_over_ipc: answered with Ack::kReadSameGpu
+  Ack read_ack() const {
+    return gated_from_other_gpu_ ? Ack::kReadGated : same_gpu_peer_ ? Ack::kReadSameGpu : Ack::kRead;
+  }
   int32_t ack_ = 0;
   MPI_Request ack_req_ = MPI_REQUEST_NULL;
   MPI_Request payload_req_ = MPI_REQUEST_NULL;
