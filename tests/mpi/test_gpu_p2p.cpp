@@ -469,3 +469,41 @@ TEST_F(GpuP2P, MatchedProbeAndReceiveOnDevice) {
   cudaFree(in);
   MPI_Type_free(&col);
 }
+
+// Two ranks on one GPU: after the first device-method transfer the sender
+// knows its peer shares the GPU (Ack::kReadSameGpu) and sends a copy-engine
+// layout of 64 KiB by the one-message path (no kernel, so no context turn).
+TEST_F(GpuP2P, PeerOnTheSameGpuGetsTheCopyEnginePath) {
+  int ndev = 0;
+  cudaGetDeviceCount(&ndev);
+  const char* method = std::getenv("DTMPI_METHOD");
+  if (ndev != 1 || (method && std::string(method) != "auto") || std::getenv("DTMPI_TEST_USER_MANAGED"))
+    GTEST_SKIP() << "needs both ranks on one GPU and DTMPI_METHOD=auto";
+  const int me = self_rank(), peer = 1 - me;
+  MPI_Datatype rows;
+  MPI_Type_vector(256, 256, 512, MPI_BYTE, &rows);  // 64 KiB in 256-B rows
+  MPI_Type_commit(&rows);
+  const size_t span = 256 * 512;
+  char* buf;
+  ASSERT_EQ(gpu_alloc(&buf, span), cudaSuccess);
+  auto mine = pattern(span, 70 + me), theirs = pattern(span, 70 + peer);
+  const uint64_t staged0 = stat_value("staged sends "), multi0 = stat_value("multi-message sends ");
+  for (int round = 0; round < 4; ++round) {
+    ASSERT_EQ(cudaMemcpy(buf, mine.data(), span, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(MPI_Sendrecv_replace(buf, 1, rows, peer, 12, peer, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    std::vector<char> got(span);
+    ASSERT_EQ(cudaMemcpy(got.data(), buf, span, cudaMemcpyDeviceToHost), cudaSuccess);
+    size_t wrong = 0;
+    for (size_t r = 0; r < 256; ++r)
+      wrong += std::memcmp(&got[r * 512], &theirs[r * 512], 256) != 0 || std::memcmp(&got[r * 512 + 256], &mine[r * 512 + 256], 256) != 0;
+    ASSERT_EQ(wrong, 0u) << "round " << round;
+    MPI_Barrier(MPI_COMM_WORLD);  // the answer of round 0 has arrived before round 1 chooses
+  }
+  // the first transfer to the peer in this process (here or in an earlier test)
+  // went by the device method and taught the sender; without the rule every
+  // one of these 64-KiB sends would too
+  EXPECT_GE(stat_value("staged sends ") - staged0, 3u) << dtmpi_stats();
+  EXPECT_LE(stat_value("multi-message sends ") - multi0, 1u);
+  cudaFree(buf);
+  MPI_Type_free(&rows);
+}
