@@ -153,17 +153,9 @@ int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* messag
   }
   dtmpi::interpose::RecvRoute r;
   if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged) return pass_through();
-  if (request)
-    return dtmpi::interpose::post_one_message(
-        r.buffer, m->comm,
-        [&](void* landing, int bytes, MPI_Request* req) {
-          return REAL(MPI_Imrecv)(landing, bytes, MPI_PACKED, message, req);
-        },
-        request);
-  return dtmpi::interpose::receive_one_message(
-      r.buffer, m->comm,
-      [&](void* landing, int bytes, MPI_Status* st) { return REAL(MPI_Mrecv)(landing, bytes, MPI_PACKED, message, st); },
-      status);
+  const dtmpi::interpose::Arrival from{MPI_ANY_SOURCE, MPI_ANY_TAG, message};
+  return request ? dtmpi::interpose::post_one_message(r.buffer, m->comm, from, request)
+                 : dtmpi::interpose::receive_one_message(r.buffer, m->comm, from, status);
 }
 
 }  // namespace

@@ -121,12 +121,7 @@ int recv_blocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_St
     if (rc != MPI_SUCCESS && !op.error_reported) raise(comm, rc);
     return rc;
   }
-  return dtmpi::interpose::receive_one_message(
-      r.buffer, comm,
-      [&](void* landing, int bytes, MPI_Status* st) {
-        return REAL(MPI_Recv)(landing, bytes, MPI_PACKED, source, tag, comm, st);
-      },
-      status);
+  return dtmpi::interpose::receive_one_message(r.buffer, comm, {source, tag}, status);
 }
 
 int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_Request* request) {
@@ -136,12 +131,7 @@ int recv_nonblocking(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI
     if (rc == MPI_SUCCESS) rc = tp::start_with_request(std::move(op), request);
     return rc == MPI_SUCCESS ? rc : raise(comm, rc);
   }
-  return dtmpi::interpose::post_one_message(
-      r.buffer, comm,
-      [&](void* landing, int bytes, MPI_Request* req) {
-        return REAL(MPI_Irecv)(landing, bytes, MPI_PACKED, source, tag, comm, req);
-      },
-      request);
+  return dtmpi::interpose::post_one_message(r.buffer, comm, {source, tag}, request);
 }
 
 }  // namespace
@@ -176,12 +166,14 @@ int begin_receive(const tp::UserBuffer& b, rt::PendingOp& op, MPI_Comm comm, voi
 
 }  // namespace
 
-int receive_one_message(const tp::UserBuffer& b, MPI_Comm comm, const LandFn& land, MPI_Status* status) {
+int receive_one_message(const tp::UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Status* status) {
   rt::PendingOp op;
   void* landing = nullptr;
   if (int rc = begin_receive(b, op, comm, landing); rc != MPI_SUCCESS) return rc;
   MPI_Status local;
-  int rc = land(landing, static_cast<int>(b.bytes), &local);
+  const int n = static_cast<int>(b.bytes);
+  int rc = from.message ? REAL(MPI_Mrecv)(landing, n, MPI_PACKED, from.message, &local)
+                        : REAL(MPI_Recv)(landing, n, MPI_PACKED, from.source, from.tag, comm, &local);
   local.MPI_ERROR = rc;
   int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &local) : MPI_SUCCESS;
   rt::release_staging(op.staging);
@@ -191,11 +183,13 @@ int receive_one_message(const tp::UserBuffer& b, MPI_Comm comm, const LandFn& la
   return rc;
 }
 
-int post_one_message(const tp::UserBuffer& b, MPI_Comm comm, const PostFn& post, MPI_Request* request) {
+int post_one_message(const tp::UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Request* request) {
   rt::PendingOp op;
   void* landing = nullptr;
   if (int rc = begin_receive(b, op, comm, landing); rc != MPI_SUCCESS) return rc;
-  int rc = post(landing, static_cast<int>(b.bytes), request);
+  const int n = static_cast<int>(b.bytes);
+  int rc = from.message ? REAL(MPI_Imrecv)(landing, n, MPI_PACKED, from.message, request)
+                        : REAL(MPI_Irecv)(landing, n, MPI_PACKED, from.source, from.tag, comm, request);
   if (rc != MPI_SUCCESS) {
     rt::release_staging(op.staging);
     rt::release_device_buffer(op.device);

@@ -3,8 +3,6 @@
 #pragma once
 #include <mpi.h>
 
-#include <functional>
-
 #include "transport/stash.hpp"
 #include "transport/transfer.hpp"
 
@@ -47,14 +45,17 @@ int irecv_piece(void* buf, int count, MPI_Datatype type, int source, int tag, MP
 // by dtmpi whatever the memory). False if the type cannot be sized.
 bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
 
-// A single-message staged receive into `b` (interpose/p2p.cpp), the system
-// MPI's receive call given as `land` (blocking: lands the packed bytes, fills
-// the status) or `post` (non-blocking: returns the request dtmpi tracks).
-// MPI_Recv/MPI_Irecv and the matched MPI_Mrecv/MPI_Imrecv share them.
-using LandFn = std::function<int(void* landing, int bytes, MPI_Status* status)>;
-using PostFn = std::function<int(void* landing, int bytes, MPI_Request* request)>;
-int receive_one_message(const transport::UserBuffer& b, MPI_Comm comm, const LandFn& land, MPI_Status* status);
-int post_one_message(const transport::UserBuffer& b, MPI_Comm comm, const PostFn& post, MPI_Request* request);
+// Where a single-message receive's packed bytes come from: (source, tag) on
+// the communicator, or a message a matched probe returned.
+struct Arrival {
+  int source = MPI_ANY_SOURCE, tag = MPI_ANY_TAG;
+  MPI_Message* message = nullptr;
+};
+// A single-message staged receive into `b` (interpose/p2p.cpp): blocking
+// (lands the packed bytes, fills the status) or non-blocking (returns the
+// request dtmpi tracks). MPI_Recv/MPI_Irecv and MPI_Mrecv/MPI_Imrecv share them.
+int receive_one_message(const transport::UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Status* status);
+int post_one_message(const transport::UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Request* request);
 
 // A receive of a message a probe took (transport/stash.hpp); `request`
 // null: blocking.

@@ -190,24 +190,14 @@ bool get_status(MPI_Request request, int* flag, MPI_Status* status, int& rc) {
 namespace pst = dtmpi::interpose::persistent;
 using pst::Kind;
 
-namespace {
-
-// Sends dtmpi must stage (GPU memory, host layouts it packs better) are its
-// own; -1: the system MPI's (MPI error codes are never negative).
-int send_init(Kind kind, const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-              MPI_Request* request) {
-  tp::UserBuffer b;
-  if (!dtmpi::interpose::must_stage(buf, count, type, b)) return -1;
-  return pst::create(kind, buf, count, type, dest, tag, comm, request);
-}
-
-}  // namespace
-
+// Sends dtmpi must stage (GPU memory, host layouts it packs better) are its own.
 #define DTMPI_SEND_INIT(NAME, KIND)                                                                     \
   DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, \
                         MPI_Request* request) {                                                          \
-    const int rc = send_init(KIND, buf, count, type, dest, tag, comm, request);                          \
-    return rc >= 0 ? rc : REAL(NAME)(buf, count, type, dest, tag, comm, request);                        \
+    tp::UserBuffer b;                                                                                    \
+    if (!dtmpi::interpose::must_stage(buf, count, type, b))                                              \
+      return REAL(NAME)(buf, count, type, dest, tag, comm, request);                                     \
+    return pst::create(KIND, buf, count, type, dest, tag, comm, request);                                \
   }
 DTMPI_SEND_INIT(MPI_Send_init, Kind::kSend)
 DTMPI_SEND_INIT(MPI_Ssend_init, Kind::kSsend)

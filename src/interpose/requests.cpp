@@ -81,46 +81,6 @@ int with_operations(MPI_Request* reqs, int n, Call call) {
   return call();
 }
 
-int wait(MPI_Request* request, MPI_Status* status);
-int test(MPI_Request* request, int* flag, MPI_Status* status);
-int waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
-int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]);
-int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status);
-int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status);
-int waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]);
-int testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]);
-
-}  // namespace
-
-DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  return with_operations(request, 1, [&] { return wait(request, status); });
-}
-DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  return with_operations(request, 1, [&] { return test(request, flag, status); });
-}
-DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  return with_operations(requests, count, [&] { return waitall(count, requests, statuses); });
-}
-DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  return with_operations(requests, count, [&] { return testall(count, requests, flag, statuses); });
-}
-DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  return with_operations(requests, count, [&] { return waitany(count, requests, index, status); });
-}
-DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  return with_operations(requests, count, [&] { return testany(count, requests, index, flag, status); });
-}
-DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
-                              MPI_Status statuses[]) {
-  return with_operations(requests, incount, [&] { return waitsome(incount, requests, outcount, indices, statuses); });
-}
-DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
-                              MPI_Status statuses[]) {
-  return with_operations(requests, incount, [&] { return testsome(incount, requests, outcount, indices, statuses); });
-}
-
-namespace {
-
 int wait(MPI_Request* request, MPI_Status* status) {
   if (idle()) return REAL(MPI_Wait)(request, status);
   if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
@@ -233,6 +193,33 @@ int testsome(int incount, MPI_Request requests[], int* outcount, int indices[], 
 }
 
 }  // namespace
+
+DTMPI_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  return with_operations(request, 1, [&] { return wait(request, status); });
+}
+DTMPI_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  return with_operations(request, 1, [&] { return test(request, flag, status); });
+}
+DTMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return with_operations(requests, count, [&] { return waitall(count, requests, statuses); });
+}
+DTMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  return with_operations(requests, count, [&] { return testall(count, requests, flag, statuses); });
+}
+DTMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  return with_operations(requests, count, [&] { return waitany(count, requests, index, status); });
+}
+DTMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  return with_operations(requests, count, [&] { return testany(count, requests, index, flag, status); });
+}
+DTMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                              MPI_Status statuses[]) {
+  return with_operations(requests, incount, [&] { return waitsome(incount, requests, outcount, indices, statuses); });
+}
+DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                              MPI_Status statuses[]) {
+  return with_operations(requests, incount, [&] { return testsome(incount, requests, outcount, indices, statuses); });
+}
 
 DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
   if (int rc; dtmpi::interpose::persistent::free_handle(request, rc)) return rc;

@@ -296,6 +296,20 @@ bool copy_engine_rows(const type::PackPlan& plan, int64_t count, type::StridedPl
   return rows.ndims == 1 && rows.block >= 16 && rows.dims[0].count <= 8192 && rows.dims[0].stride >= rows.block;
 }
 
+// Queues the copy of such `rows` between the user's device memory `user` and
+// packed pinned memory `packed` (`to_packed`: a pack, else an unpack).
+Status copy_rows(const type::StridedPlan& rows, void* user, void* packed, bool to_packed, cudaStream_t s) {
+  const auto width = static_cast<size_t>(rows.block);
+  const auto height = static_cast<size_t>(rows.ndims ? rows.dims[0].count : 1);
+  const auto pitch = static_cast<size_t>(rows.ndims ? rows.dims[0].stride : rows.block);
+  char* u = static_cast<char*>(user) + rows.offset;
+  if (to_packed)
+    DTMPI_CUDA_CHECK(cudaMemcpy2DAsync(packed, width, u, pitch, width, height, cudaMemcpyDeviceToHost, s));
+  else
+    DTMPI_CUDA_CHECK(cudaMemcpy2DAsync(u, pitch, packed, width, width, height, cudaMemcpyHostToDevice, s));
+  return ok_status();
+}
+
 }  // namespace
 
 bool copy_engine_layout(const type::PackPlan& plan, int64_t count) {
@@ -331,11 +345,7 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
   }
   type::StridedPlan rows;
   if (ui.kind == MemKind::kDevice && pi.kind == MemKind::kPinnedHost && copy_engine_rows(plan, count, rows)) {
-    const auto height = static_cast<size_t>(rows.ndims ? rows.dims[0].count : 1);
-    const auto pitch = static_cast<size_t>(rows.ndims ? rows.dims[0].stride : rows.block);
-    DTMPI_CUDA_CHECK(cudaMemcpy2DAsync(packed, static_cast<size_t>(rows.block),
-                                       static_cast<const char*>(user) + rows.offset, pitch,
-                                       static_cast<size_t>(rows.block), height, cudaMemcpyDeviceToHost, s.value()));
+    DTMPI_TRY(copy_rows(rows, const_cast<void*>(user), packed, true, s.value()));
     DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();
   }
@@ -383,11 +393,7 @@ Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
   }
   type::StridedPlan rows;
   if (ui.kind == MemKind::kDevice && pi.kind == MemKind::kPinnedHost && copy_engine_rows(plan, count, rows)) {
-    const auto height = static_cast<size_t>(rows.ndims ? rows.dims[0].count : 1);
-    const auto pitch = static_cast<size_t>(rows.ndims ? rows.dims[0].stride : rows.block);
-    DTMPI_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(user) + rows.offset, pitch, packed,
-                                       static_cast<size_t>(rows.block), static_cast<size_t>(rows.block), height,
-                                       cudaMemcpyHostToDevice, s.value()));
+    DTMPI_TRY(copy_rows(rows, user, const_cast<void*>(packed), false, s.value()));
     DTMPI_TRY(finish(ui.device, s.value()));
     return ok_status();
   }
