@@ -2,8 +2,9 @@
 // MPI_Request_get_status. Requests are the system MPI's own (generalized
 // requests for transfers dtmpi completes itself); when none carries dtmpi work
 // and no transfer is in flight every call is a pass-through.
-// Otherwise the handles are remembered before the call (MPI sets completed ones
-// to MPI_REQUEST_NULL), statuses are captured even when the application
+// Otherwise dtmpi's work for the handles is taken out of its table before the
+// call (runtime::ClaimedOps: a completed handle may be reused by another thread
+// at once), statuses are captured even when the application
 // ignores them (a staged receive needs its byte count), and each completed
 // tracked request is finished (unpacked, staging returned) before the call returns.
 // An active dtmpi persistent request stands in the array for its operation's
@@ -38,21 +39,18 @@ std::vector<MPI_Status> fresh_statuses(int n) {
   return st;
 }
 
-// Finishes tracked request `orig` reported complete with `st`; folds an error
-// of dtmpi's own work into rc.
-void finish(MPI_Request orig, MPI_Status& st, int& rc) {
-  if (orig == MPI_REQUEST_NULL || !rt::is_tracked(orig)) return;
-  if (st.MPI_ERROR == MPI_ERR_PENDING) return;  // not complete (MPI_ERR_IN_STATUS case)
-  const int frc = rt::finish_tracked(orig, &st);
+// Folds an error of dtmpi's own work (`frc`) into the call's code.
+void fold(int frc, int& rc) {
   if (frc != MPI_SUCCESS && rc == MPI_SUCCESS) rc = frc;
 }
 
-// The same for many requests completed by one call: one-message receives
-// into GPU memory are unpacked together (runtime::finish_tracked_all).
-void finish_all(const MPI_Request* orig, MPI_Status* st, int n, int& rc) {
-  if (!rt::any_tracked()) return;
-  const int frc = rt::finish_tracked_all(orig, st, n);
-  if (frc != MPI_SUCCESS && rc == MPI_SUCCESS) rc = frc;
+// Finishes the claimed ops of slots 0..n) of a Waitall/Testall that completed
+// them all (statuses[i] for slot i).
+void finish_slots(rt::ClaimedOps& claimed, int n, MPI_Status* statuses, int& rc) {
+  if (claimed.empty()) return;
+  std::vector<int> slots(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) slots[static_cast<size_t>(i)] = i;
+  fold(claimed.finish_all(slots.data(), statuses, n), rc);
 }
 
 // While transfers are in flight a blocking wait must not sleep inside the
@@ -85,11 +83,11 @@ int wait(MPI_Request* request, MPI_Status* status) {
   if (idle()) return REAL(MPI_Wait)(request, status);
   if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
   rt::progress();
-  const MPI_Request orig = *request;
+  rt::ClaimedOps claimed(request, 1);
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Wait)(request, st.data());
   st[0].MPI_ERROR = rc;
-  finish(orig, st[0], rc);
+  if (!claimed.empty()) fold(claimed.finish(0, st.data()), rc);
   if (status != MPI_STATUS_IGNORE) *status = st[0];
   return rc;
 }
@@ -97,11 +95,11 @@ int wait(MPI_Request* request, MPI_Status* status) {
 int test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Test)(request, flag, status);
   progress_all();
-  const MPI_Request orig = *request;
+  rt::ClaimedOps claimed(request, 1);
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Test)(request, flag, st.data());
   st[0].MPI_ERROR = rc;
-  if (*flag) finish(orig, st[0], rc);
+  if (*flag && !claimed.empty()) fold(claimed.finish(0, st.data()), rc);
   if (status != MPI_STATUS_IGNORE) *status = st[0];
   return rc;
 }
@@ -115,10 +113,10 @@ int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     return rc;
   }
   rt::progress();
-  std::vector<MPI_Request> orig(requests, requests + count);
+  rt::ClaimedOps claimed(requests, count);
   auto st = fresh_statuses(count);
   int rc = REAL(MPI_Waitall)(count, requests, st.data());
-  finish_all(orig.data(), st.data(), count, rc);
+  finish_slots(claimed, count, st.data(), rc);
   copy_out(st, statuses, count);
   return rc;
 }
@@ -126,10 +124,10 @@ int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Testall)(count, requests, flag, statuses);
   progress_all();
-  std::vector<MPI_Request> orig(requests, requests + count);
+  rt::ClaimedOps claimed(requests, count);
   auto st = fresh_statuses(count);
   int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
-  if (*flag) finish_all(orig.data(), st.data(), count, rc);
+  if (*flag) finish_slots(claimed, count, st.data(), rc);
   copy_out(st, statuses, count);
   return rc;
 }
@@ -139,11 +137,11 @@ int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (tp::busy())
     return wait_by_testing([&](int& flag) { return MPI_Testany(count, requests, index, &flag, status); });
   rt::progress();
-  std::vector<MPI_Request> orig(requests, requests + count);
+  rt::ClaimedOps claimed(requests, count);
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Waitany)(count, requests, index, st.data());
   st[0].MPI_ERROR = rc;
-  if (*index != MPI_UNDEFINED) finish(orig[static_cast<size_t>(*index)], st[0], rc);
+  if (*index != MPI_UNDEFINED && !claimed.empty()) fold(claimed.finish(*index, st.data()), rc);
   if (status != MPI_STATUS_IGNORE) *status = st[0];
   return rc;
 }
@@ -151,11 +149,11 @@ int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
 int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Testany)(count, requests, index, flag, status);
   progress_all();
-  std::vector<MPI_Request> orig(requests, requests + count);
+  rt::ClaimedOps claimed(requests, count);
   auto st = fresh_statuses(1);
   int rc = REAL(MPI_Testany)(count, requests, index, flag, st.data());
   st[0].MPI_ERROR = rc;
-  if (*flag && *index != MPI_UNDEFINED) finish(orig[static_cast<size_t>(*index)], st[0], rc);
+  if (*flag && *index != MPI_UNDEFINED && !claimed.empty()) fold(claimed.finish(*index, st.data()), rc);
   if (status != MPI_STATUS_IGNORE) *status = st[0];
   return rc;
 }
@@ -164,14 +162,11 @@ using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
 
 int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   progress_all();
-  std::vector<MPI_Request> orig(requests, requests + incount);
+  rt::ClaimedOps claimed(requests, incount);
   auto st = fresh_statuses(incount);
   int rc = fn(incount, requests, outcount, indices, st.data());
-  if (*outcount != MPI_UNDEFINED && *outcount > 0 && rt::any_tracked()) {
-    std::vector<MPI_Request> done(static_cast<size_t>(*outcount));
-    for (int k = 0; k < *outcount; ++k) done[static_cast<size_t>(k)] = orig[static_cast<size_t>(indices[k])];
-    finish_all(done.data(), st.data(), *outcount, rc);
-  }
+  if (*outcount != MPI_UNDEFINED && *outcount > 0 && !claimed.empty())
+    fold(claimed.finish_all(indices, st.data(), *outcount), rc);
   if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
     for (int k = 0; k < *outcount; ++k) statuses[k] = st[static_cast<size_t>(k)];
   return rc;
@@ -239,7 +234,7 @@ DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Stat
   st[0].MPI_ERROR = rc;
   // complete: finish now so the data is in place when the application looks;
   // the later MPI_Wait/MPI_Test then finds nothing left to do
-  if (*flag) finish(request, st[0], rc);
+  if (*flag && rt::any_tracked()) fold(rt::finish_tracked(request, st.data()), rc);
   if (status != MPI_STATUS_IGNORE) *status = st[0];
   return rc;
 }

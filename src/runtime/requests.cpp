@@ -34,6 +34,14 @@ Table& table() {
 // others are complete as far as the system MPI goes, and waiting for their
 // packs as well only waits for work queued on the same stream anyway.
 void track(MPI_Request req, PendingOp op) {
+  if (op.kind == PendingOp::Kind::kSend && !op.reading) {
+    int done = 0;
+    if (PMPI_Request_get_status(req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+      release_staging(op.staging);
+      release_device_buffer(op.device);
+      return;
+    }
+  }
   auto& t = table();
   std::lock_guard lock(t.mu);
   t.ops.emplace(req, std::move(op));
@@ -156,28 +164,57 @@ int finish_tracked(MPI_Request req, MPI_Status* status) {
   return rc;
 }
 
-int finish_tracked_all(const MPI_Request* reqs, MPI_Status* statuses, int n) {
+ClaimedOps::ClaimedOps(const MPI_Request* reqs, int n) {
+  if (!any_tracked() || reqs == nullptr) return;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    auto [first, last] = t.ops.equal_range(reqs[i]);
+    for (auto it = first; it != last; ++it) ops_.push_back(Entry{i, reqs[i], std::move(it->second)});
+    t.ops.erase(first, last);
+  }
+}
+
+ClaimedOps::~ClaimedOps() {
+  bool back = false;
+  for (const auto& e : ops_) back |= !e.done;
+  if (!back) return;
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  for (auto& e : ops_)
+    if (!e.done) t.ops.emplace(e.req, std::move(e.op));
+}
+
+int ClaimedOps::finish(int slot, MPI_Status* status) {
+  return finish_all(&slot, status, 1);
+}
+
+int ClaimedOps::finish_all(const int* slots, MPI_Status* statuses, int n) {
   struct Taken {
-    PendingOp op;
+    Entry* entry;
     MPI_Status* status;
     bool unpacked = false;
   };
   std::vector<Taken> taken;
-  for (int i = 0; i < n; ++i) {
-    if (reqs[i] == MPI_REQUEST_NULL || statuses[i].MPI_ERROR == MPI_ERR_PENDING) continue;
-    for (PendingOp op; take_one(reqs[i], op); op = PendingOp{}) {
-      g_tracked.fetch_sub(1, std::memory_order_relaxed);
-      taken.push_back({std::move(op), &statuses[i]});
-    }
+  for (int k = 0; k < n; ++k) {
+    if (statuses[k].MPI_ERROR == MPI_ERR_PENDING) continue;
+    for (auto& e : ops_)
+      if (e.slot == slots[k] && !e.done) {
+        e.done = true;
+        g_tracked.fetch_sub(1, std::memory_order_relaxed);
+        taken.push_back({&e, &statuses[k]});
+      }
   }
+  if (taken.empty()) return MPI_SUCCESS;
   int rc = MPI_SUCCESS;
   // the one-message receives into GPU memory: one batched unpack (when more
   // than one, else the usual path)
   std::vector<ReceivedPiece> pieces;
   std::vector<size_t> which;
   for (size_t k = 0; k < taken.size(); ++k)
-    if (const int64_t elements = batchable_elements(taken[k].op, taken[k].status)) {
-      const PendingOp& op = taken[k].op;
+    if (const int64_t elements = batchable_elements(taken[k].entry->op, taken[k].status)) {
+      const PendingOp& op = taken[k].entry->op;
       pieces.push_back({op.plan.get(), elements, op.staging.ptr, op.user, op.user_info});
       which.push_back(k);
     }
@@ -190,7 +227,7 @@ int finish_tracked_all(const MPI_Request* reqs, MPI_Status* statuses, int n) {
     for (size_t k : which) taken[k].unpacked = true;
   }
   for (auto& t : taken) {
-    const int orc = finish_op(t.op, t.status, t.unpacked);
+    const int orc = finish_op(t.entry->op, t.status, t.unpacked);
     if (rc == MPI_SUCCESS) rc = orc;
   }
   return rc;

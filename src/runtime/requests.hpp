@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "runtime/gpu.hpp"
 #include "type/registry.hpp"
@@ -44,16 +45,49 @@ struct PendingOp {
 extern std::atomic<int64_t> g_tracked;
 inline bool any_tracked() { return g_tracked.load(std::memory_order_relaxed) != 0; }
 
+// Tracks `op` under the system MPI's request `req`. A send the system MPI
+// completed at once (its handle may be one shared by every such send: Open
+// MPI's ompi_request_empty, MPICH's builtin complete request) with no GPU work
+// still reading the application's buffer is finished here, not tracked.
 void track(MPI_Request req, PendingOp op);
 bool is_tracked(MPI_Request req);
-// The system MPI reported `req` complete with `status` (never null): finish
-// the operation (unpack, release). Returns an MPI error code.
+
+// The tracked ops of the requests one Wait/Test call passes to the system MPI,
+// taken out of the table BEFORE the call. The system MPI frees a request
+// inside the call that completes it, and under MPI_THREAD_MULTIPLE another
+// thread may be handed the same handle value for a new request and track
+// that before this thread looks its handle up again: looking up after the call
+// finished the other thread's operation with this one's status (issue 20).
+// A handle that is not complete cannot be reused, so the ops of the requests
+// the call did not complete go back to the table (destructor) unchanged.
+class ClaimedOps {
+ public:
+  ClaimedOps(const MPI_Request* reqs, int n);
+  ~ClaimedOps();
+  ClaimedOps(const ClaimedOps&) = delete;
+  ClaimedOps& operator=(const ClaimedOps&) = delete;
+  bool empty() const { return ops_.empty(); }
+  // Request reqs[slot] completed with `status` (never null): finish its ops.
+  // MPI_ERR_PENDING statuses are skipped. Returns an MPI error code.
+  int finish(int slot, MPI_Status* status);
+  // The requests reqs[slots[k]] completed with statuses[k], k < n: one-message
+  // receives into GPU memory are unpacked by one batched launch. Returns the
+  // first error.
+  int finish_all(const int* slots, MPI_Status* statuses, int n);
+
+ private:
+  struct Entry {
+    int slot;
+    MPI_Request req;
+    PendingOp op;
+    bool done = false;
+  };
+  std::vector<Entry> ops_;
+};
+
+// The system MPI reported `req` complete with `status` (never null), and the
+// handle is still valid (MPI_Request_get_status): finish its ops now.
 int finish_tracked(MPI_Request req, MPI_Status* status);
-// The same for the `n` requests of one MPI_Waitall/MPI_Testall/MPI_Waitsome
-// (`reqs[i]` as the application passed it, completed with `statuses[i]`;
-// MPI_REQUEST_NULL and MPI_ERR_PENDING entries skipped): one-message receives
-// into GPU memory are unpacked by one batched launch. Returns the first error.
-int finish_tracked_all(const MPI_Request* reqs, MPI_Status* statuses, int n);
 // MPI_Request_free of a tracked request: keep the real request and finish it
 // from progress(). Returns true if `req` was tracked.
 bool detach(MPI_Request req);

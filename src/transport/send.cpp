@@ -93,6 +93,27 @@ bool SendTail::step() {
   return flag != 0;
 }
 
+// A send whose message is out while GPU work still reads the application's
+// buffer: done when that work is.
+class ReadingDone final : public Operation {
+ public:
+  ~ReadingDone() override {
+    rt::release_marker(reading);
+    rt::release_staging(buf);
+  }
+  bool step() override {
+    auto done = rt::marker_done(reading);
+    if (!done) {
+      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
+      error = MPI_ERR_OTHER;
+      return true;
+    }
+    return done.value();
+  }
+  rt::Staging buf;
+  rt::GpuMarker reading = nullptr;
+};
+
 // Posts the descriptor of `d` on the user's envelope without waiting: the
 // system request in `r`, the encoded bytes in `buf` (returned at completion).
 int post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* r,
@@ -112,6 +133,19 @@ int post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool 
 // reading the application's buffer, `reading`, waited for, when it
 // completes); without, waits for both, running progress.
 int complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, MPI_Request* request) {
+  if (request && reading) {
+    int done = 0;
+    if (PMPI_Request_get_status(r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+      // the system MPI completed the descriptor at once, maybe under a handle
+      // it shares among all such sends (Open MPI's ompi_request_empty, MPICH's
+      // builtin request): the application gets a request of its own,
+      // complete once the pack stopped reading its buffer
+      auto op = std::make_unique<ReadingDone>();
+      op->buf = buf;
+      op->reading = reading;
+      return start_with_request(std::move(op), request);
+    }
+  }
   if (request) {
     *request = r;
     rt::PendingOp op;

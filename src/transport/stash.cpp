@@ -33,9 +33,11 @@ int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed&
   e.comm = comm;
   e.source = st.MPI_SOURCE;
   e.tag = st.MPI_TAG;
-  e.raw.resize(kDescriptorBytes);
-  if (int rc = PMPI_Mrecv(e.raw.data(), kDescriptorBytes, MPI_BYTE, msg, MPI_STATUS_IGNORE); rc != MPI_SUCCESS)
-    return rc;
+  int bytes = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  e.raw.resize(static_cast<size_t>(bytes));
+  if (int rc = PMPI_Mrecv(e.raw.data(), bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
+  if (bytes != kDescriptorBytes) return MPI_SUCCESS;
   if (auto d = decode(e.raw.data(), world_rank_of(comm, e.source), my_world_rank(), e.tag)) {
     e.is_descriptor = true;
     e.descriptor = *d;
@@ -75,12 +77,14 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
     if (status != MPI_STATUS_IGNORE) *status = st;
     return rc;
   }
-  // Take exactly the probed message (the first from its source with its tag)
-  // and look at it.
+  // Take the probed message (the first from its source with its tag) and
+  // look at it. Without blocking: under MPI_THREAD_MULTIPLE another thread may
+  // have received it since (then this probe found nothing), or it may now be
+  // another message of that envelope (then that one is kept, whatever size).
   MPI_Message msg;
   MPI_Status mst;
-  rc = PMPI_Mprobe(st.MPI_SOURCE, st.MPI_TAG, comm, &msg, &mst);
-  if (rc != MPI_SUCCESS) return rc;
+  rc = PMPI_Improbe(st.MPI_SOURCE, st.MPI_TAG, comm, flag, &msg, &mst);
+  if (rc != MPI_SUCCESS || !*flag) return rc;
   Stashed e;
   if (rc = read_matched(&msg, comm, mst, e); rc != MPI_SUCCESS) return rc;
   status_of(e, status);

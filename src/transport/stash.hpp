@@ -34,8 +34,8 @@ std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag);
 // MPI_Iprobe that sees multi-message transfers with their real size.
 int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
 
-// Receives the matched message `msg` of kDescriptorBytes bytes (status `st`
-// from its probe) on `comm` and tells whether it is a descriptor.
+// Receives the matched message `msg` (status `st` from its probe) on `comm`
+// and tells whether it is a descriptor (only one of kDescriptorBytes may be).
 int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& out);
 // The status a probe reports for `e` (its real size).
 void status_of(const Stashed& e, MPI_Status* status);
