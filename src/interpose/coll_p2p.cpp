@@ -66,6 +66,7 @@ struct Side {
 // slice (over CUDA IPC) instead of copying the slice and unpacking after.
 int prepare_side(const Pieces& p, Side& side, bool receiving) {
   if (!needs_staging(p, side.s) || !side.s.infos.empty()) return MPI_SUCCESS;  // as they are
+  if (side.s.refused) return side.s.refused;
   if (receiving && rt::on_gpu(side.s.info)) return MPI_SUCCESS;
   if (int rc = layout(p, side.s); rc != MPI_SUCCESS) return rc;
   side.packed = true;

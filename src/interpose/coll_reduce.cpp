@@ -43,7 +43,9 @@ struct Span {
 bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   if (buf == MPI_IN_PLACE) return false;
   tp::UserBuffer b;
-  if (!must_stage(buf, count, type, b, HostPacking::kNever)) return false;
+  // GPU memory of a type dtmpi cannot plan (b.refused) is staged too: a span
+  // of bytes needs no plan, and the system MPI must not see the device pointer
+  if (!must_stage(buf, count, type, b, HostPacking::kNever) && !b.refused) return false;
   MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   PMPI_Type_get_extent(type, &lb, &extent);
@@ -53,7 +55,10 @@ bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   s.lo = true_lb + std::min<int64_t>(0, reach);
   s.bytes = true_lb + true_extent + std::max<int64_t>(0, reach) - s.lo;
   int64_t offset = 0;
-  s.contiguous = b.plan->contiguous_for_count(count, offset);
+  int size = 0;
+  PMPI_Type_size(type, &size);
+  s.contiguous = b.plan ? b.plan->contiguous_for_count(count, offset)
+                        : true_lb == 0 && true_extent == extent && size == extent;
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
+#include "transport/peers.hpp"
 #include "transport/transfer.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -69,6 +70,10 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
     tp::UserBuffer b;
     const int c = p.counts[static_cast<size_t>(i)];
     const bool must = must_stage(p.piece(i), c, t, b, host);
+    if (b.refused) {
+      s.refused = b.refused;
+      return true;
+    }
     if (every_piece) s.infos[static_cast<size_t>(i)] = b.info;
     if (must && !stage) {
       stage = true;
@@ -92,7 +97,11 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
       plan = type::plan_for(t);
       planned = t;
     }
-    if (!plan) return false;  // a type dtmpi cannot plan: the system MPI takes it all
+    if (!plan) {  // a type dtmpi cannot plan: the system MPI takes it all, unless it is on the GPU
+      if (!rt::on_gpu(s.info) || tp::mpi_takes_device_memory()) return false;
+      s.refused = MPI_ERR_TYPE;
+      return true;
+    }
     s.plans[static_cast<size_t>(i)] = plan;
   }
   return true;
@@ -211,6 +220,12 @@ bool prepare(StagedCall& c, InPlace in_place, int& rc) {
   c.stage_send = needs_staging(c.send, c.ss);
   c.stage_recv = needs_staging(c.recv, c.rs, receive_packing());  // host sides as point-to-point receives
   if (!c.stage_send && !c.stage_recv) return false;
+  if (const int refused = c.stage_send && c.ss.refused ? c.ss.refused : c.stage_recv ? c.rs.refused : 0) {
+    DTMPI_LOG(kError, "a collective on a GPU buffer %s: the system MPI is not CUDA-aware",
+              refused == MPI_ERR_COUNT ? "of more than 2 GiB" : "whose datatype dtmpi cannot plan");
+    rc = refused;
+    return true;
+  }
   rt::count(rt::Counter::kStagedCollectives);
   if (c.stage_send) rc = stage(c.send, InPlace::all(), c.ss);
   if (rc == MPI_SUCCESS && c.stage_recv) rc = stage(c.recv, in_place, c.rs);

@@ -66,6 +66,9 @@ struct Staged {
   std::vector<MPI_Datatype> types;  // per piece: contiguous bytes of the user type's size
   std::vector<MPI_Aint> aint_displs;
   int64_t total = 0;
+  // GPU memory neither dtmpi nor the system MPI can take (an MPI error
+  // class, UserBuffer::refused): the call fails with it
+  int refused = 0;
   Staged() = default;
   Staged(const Staged&) = delete;
   Staged& operator=(const Staged&) = delete;

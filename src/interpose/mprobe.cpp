@@ -152,7 +152,10 @@ int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* messag
                                           request);
   }
   dtmpi::interpose::RecvRoute r;
-  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged) return pass_through();
+  if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged) {
+    if (r.buffer.refused) return dtmpi::interpose::refuse(m->comm, r.buffer);
+    return pass_through();
+  }
   const dtmpi::interpose::Arrival from{MPI_ANY_SOURCE, MPI_ANY_TAG, message};
   return request ? dtmpi::interpose::post_one_message(r.buffer, m->comm, from, request)
                  : dtmpi::interpose::receive_one_message(r.buffer, m->comm, from, status);

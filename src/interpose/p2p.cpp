@@ -19,6 +19,7 @@ namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;
 using dtmpi::interpose::must_stage;
 using dtmpi::interpose::raise;
+using dtmpi::interpose::refuse;
 using dtmpi::interpose::RecvRoute;
 using dtmpi::interpose::route_receive;
 
@@ -226,6 +227,7 @@ using dtmpi::interpose::recv_stashed;
     tp::poll();                                                                                        \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, nullptr);    \
+    if (b.refused) return refuse(comm, b);                                                             \
     return REAL(NAME)(buf, count, datatype, dest, tag, comm);                                          \
   }
 #define DTMPI_NONBLOCKING_SEND(NAME, MODE)                                                             \
@@ -236,6 +238,7 @@ using dtmpi::interpose::recv_stashed;
     DTMPI_TRACE(#NAME ": polled");                                                                     \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, request);    \
+    if (b.refused) return refuse(comm, b);                                                             \
     return REAL(NAME)(buf, count, datatype, dest, tag, comm, request);                                 \
   }
 
@@ -256,7 +259,10 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, datatype, comm, *e, status, nullptr);
   RecvRoute r;
-  if (!route_receive(buf, count, datatype, r)) return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
+  if (!route_receive(buf, count, datatype, r)) {
+    if (r.buffer.refused) return refuse(comm, r.buffer);
+    return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
+  }
   return recv_blocking(r, source, tag, comm, status);
 }
 
@@ -270,8 +276,10 @@ int irecv_from(int64_t multi_min, void* buf, int count, MPI_Datatype datatype, i
     if (auto e = tp::stash_take(comm, source, tag))
       return recv_stashed(buf, count, datatype, comm, *e, MPI_STATUS_IGNORE, request);
   RecvRoute r;
-  if (!route_receive(buf, count, datatype, r, multi_min))
+  if (!route_receive(buf, count, datatype, r, multi_min)) {
+    if (r.buffer.refused) return refuse(comm, r.buffer);
     return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
+  }
   return recv_nonblocking(r, source, tag, comm, request);
 }
 
@@ -295,6 +303,8 @@ DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype s
   RecvRoute r;
   const bool stage_s = must_stage(sendbuf, sendcount, sendtype, sb);
   const bool stage_r = route_receive(recvbuf, recvcount, recvtype, r);
+  if (sb.refused) return refuse(comm, sb);
+  if (r.buffer.refused) return refuse(comm, r.buffer);
   if (!stage_s && !stage_r)
     return REAL(MPI_Sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                               recvtag, comm, status);
@@ -317,6 +327,7 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
   tp::UserBuffer b;
   RecvRoute r;
   const bool staged = must_stage(buf, count, datatype, b);
+  if (b.refused) return refuse(comm, b);
   if (!staged && !route_receive(buf, count, datatype, r))
     return REAL(MPI_Sendrecv_replace)(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
   // the outgoing data is copied before the receive may overwrite the buffer:

@@ -32,9 +32,13 @@ bool may_stage(MPI_Datatype type, HostPacking host) {
 }
 
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b, HostPacking host) {
-  if (!rt::active() || count <= 0 || buf == nullptr) return false;
+  if (!rt::active() || count <= 0) return false;
   const type::PackPlan* known = type::find_plan(type);
+  // MPI_BOTTOM (a null address in every MPI) with a derived type: the
+  // type's absolute displacements say where the data lives
+  if (buf == nullptr && !known) return false;
   if (rt::gpu_enabled()) b.info = rt::pointer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0));
+  if (buf == nullptr && !rt::on_gpu(b.info)) return false;  // host data at MPI_BOTTOM: the system MPI's
   if (!rt::on_gpu(b.info)) {
     // host memory: derived types dtmpi packs better (or any, in the host test mode)
     const bool better = host == HostPacking::kWhereBetter && known && host_packs_better(*known, count);
@@ -42,8 +46,7 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   }
   b.plan = type::plan_for(type);
   if (!b.plan) {
-    if (rt::on_gpu(b.info))
-      DTMPI_LOG(kError, "a GPU buffer with a datatype dtmpi cannot plan: passed to the system MPI");
+    if (rt::on_gpu(b.info) && !transport::mpi_takes_device_memory()) b.refused = MPI_ERR_TYPE;
     return false;
   }
   if (rt::on_gpu(b.info) && transport::mpi_takes_device_memory()) {
@@ -55,7 +58,18 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   b.count = count;
   b.type = type;
   b.bytes = int64_t{count} * b.plan->size;
-  return b.bytes <= INT32_MAX;
+  if (b.bytes <= INT32_MAX) return true;
+  if (rt::on_gpu(b.info) && !transport::mpi_takes_device_memory()) b.refused = MPI_ERR_COUNT;
+  return false;
+}
+
+int refuse(MPI_Comm comm, const transport::UserBuffer& b) {
+  DTMPI_LOG(kError, "%s", b.refused == MPI_ERR_COUNT
+                              ? "a GPU buffer of more than 2 GiB of packed bytes: the system MPI is not CUDA-aware "
+                                "and dtmpi moves at most 2 GiB in one call (MPI_ERR_COUNT)"
+                              : "a GPU buffer whose datatype dtmpi cannot plan: the system MPI is not CUDA-aware "
+                                "(MPI_ERR_TYPE)");
+  return raise(comm, b.refused);
 }
 
 HostPacking receive_packing() {
@@ -73,6 +87,7 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
     r.multi = r.buffer.bytes >= multi_min && transport::descriptors_possible();
     return true;
   }
+  if (r.buffer.refused) return false;  // GPU memory nobody can take: the caller refuses the call
   // a host buffer: it only needs us if a peer may send a descriptor into it
   if (!rt::active() || !transport::descriptors_possible() || count <= 0 || buf == nullptr) return false;
   const type::PackPlan* known = type::find_plan(type);
@@ -97,6 +112,7 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
 
 bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b) {
   if (must_stage(buf, count, type, b)) return true;
+  if (b.refused) return false;
   int size = 0;
   if (count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS) return false;
   b.ptr = buf;

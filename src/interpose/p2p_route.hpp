@@ -17,6 +17,9 @@ namespace dtmpi::interpose {
 enum class HostPacking { kWhereBetter, kNever };
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b,
                 HostPacking host = HostPacking::kWhereBetter);
+// The error of a call whose buffer must_stage refused (b.refused: GPU memory
+// neither dtmpi nor the system MPI can take): logs why, raises it on `comm`.
+int refuse(MPI_Comm comm, const transport::UserBuffer& b);
 // Whether a buffer of `type` could be staged at all in this process, without
 // looking at the buffer: false lets a caller skip all staging work.
 bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);

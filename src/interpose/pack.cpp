@@ -26,15 +26,37 @@ using dtmpi::type::PackPlan;
 
 namespace {
 
+// Whether either buffer of a call lies in GPU memory (`user` classified at the
+// first byte the type touches, when a plan says where that is).
+bool touches_gpu(const PackPlan* plan, const void* user, const void* packed) {
+  if (!rt::gpu_enabled()) return false;
+  return rt::on_gpu(rt::pointer_info(static_cast<const char*>(user) + (plan ? plan->first_byte : 0))) ||
+         rt::on_gpu(rt::pointer_info(packed));
+}
+
 // The plan for `count` elements of `type` moving through a packed buffer at
-// *position (and their byte count), or null if the call must go to the system MPI.
+// *position (and their byte count), or null if the call must go to the system
+// MPI. Derived types have their plans from commit; a predefined type is
+// planned here when a buffer is GPU memory (the system MPI may not be
+// CUDA-aware). `*refused`: GPU memory no plan serves, an MPI error class.
 const PackPlan* servable(int count, MPI_Datatype type, const void* user, const void* packed,
-                         const int* position, MPI_Comm comm, int64_t* bytes) {
+                         const int* position, MPI_Comm comm, int64_t* bytes, int* refused) {
+  *refused = 0;
   if (!rt::active()) return nullptr;
   if (count <= 0 || position == nullptr || *position < 0 || comm == MPI_COMM_NULL) return nullptr;
-  if (user == nullptr || packed == nullptr) return nullptr;  // MPI_BOTTOM etc.: let MPI decide
+  if (packed == nullptr) return nullptr;  // let MPI report it
   const PackPlan* plan = dtmpi::type::find_plan(type);
-  if (!plan) return nullptr;
+  // MPI_BOTTOM (null in every MPI) with a derived type: absolute displacements
+  if (user == nullptr && !plan) return nullptr;
+  if (!plan) {
+    if (!touches_gpu(nullptr, user, packed)) return nullptr;
+    dtmpi::type::PlanPtr named = dtmpi::type::plan_for(type);  // kept by the registry
+    plan = named.get();
+    if (!plan) {
+      if (!dtmpi::transport::mpi_takes_device_memory()) *refused = MPI_ERR_TYPE;
+      return nullptr;
+    }
+  }
   *bytes = int64_t{count} * plan->size;
   return plan;
 }
@@ -42,6 +64,13 @@ const PackPlan* servable(int count, MPI_Datatype type, const void* user, const v
 int raise(MPI_Comm comm, int code) {
   PMPI_Comm_call_errhandler(comm, code);
   return code;
+}
+
+// GPU memory with a type dtmpi cannot plan: the system MPI must not see it.
+int refuse(MPI_Comm comm, int code) {
+  DTMPI_LOG(kError, "MPI_Pack/MPI_Unpack on GPU memory with a datatype dtmpi cannot plan: the system MPI is not "
+                    "CUDA-aware");
+  return raise(comm, code);
 }
 
 enum class Direction { kPack, kUnpack };
@@ -96,13 +125,15 @@ int serve(Direction dir, const PackPlan& plan, int count, const void* user, void
 DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
                           int outsize, int* position, MPI_Comm comm) {
   int64_t bytes = 0;
-  if (const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes)) {
+  int refused = 0;
+  if (const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes, &refused)) {
     if (*position + bytes > outsize) return raise(comm, MPI_ERR_TRUNCATE);
     int rc = serve(Direction::kPack, *plan, incount, inbuf, static_cast<char*>(outbuf) + *position,
                    bytes, comm);
     if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
     if (rc != kPassThrough) return rc;
   }
+  if (refused) return refuse(comm, refused);
   if (rt::active()) rt::count(rt::Counter::kForwarded);
   return REAL(MPI_Pack)(inbuf, incount, datatype, outbuf, outsize, position, comm);
 }
@@ -110,13 +141,15 @@ DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype,
 DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm) {
   int64_t bytes = 0;
-  if (const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes)) {
+  int refused = 0;
+  if (const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes, &refused)) {
     if (*position + bytes > insize) return raise(comm, MPI_ERR_TRUNCATE);
     int rc = serve(Direction::kUnpack, *plan, outcount, outbuf,
                    const_cast<char*>(static_cast<const char*>(inbuf)) + *position, bytes, comm);
     if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
     if (rc != kPassThrough) return rc;
   }
+  if (refused) return refuse(comm, refused);
   if (rt::active()) rt::count(rt::Counter::kForwarded);
   return REAL(MPI_Unpack)(inbuf, insize, position, outbuf, outcount, datatype, comm);
 }

@@ -195,8 +195,10 @@ using pst::Kind;
   DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, \
                         MPI_Request* request) {                                                          \
     tp::UserBuffer b;                                                                                    \
-    if (!dtmpi::interpose::must_stage(buf, count, type, b))                                              \
+    if (!dtmpi::interpose::must_stage(buf, count, type, b)) {                                            \
+      if (b.refused) return dtmpi::interpose::refuse(comm, b);                                           \
       return REAL(NAME)(buf, count, type, dest, tag, comm, request);                                     \
+    }                                                                                                    \
     return pst::create(KIND, buf, count, type, dest, tag, comm, request);                                \
   }
 DTMPI_SEND_INIT(MPI_Send_init, Kind::kSend)
@@ -209,8 +211,10 @@ DTMPI_SEND_INIT(MPI_Rsend_init, Kind::kRsend)
 DTMPI_EXPORT int MPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                                MPI_Request* request) {
   dtmpi::interpose::RecvRoute r;
-  if (!rt::active() || (!tp::descriptors_possible() && !dtmpi::interpose::route_receive(buf, count, type, r)))
+  if (!rt::active() || (!tp::descriptors_possible() && !dtmpi::interpose::route_receive(buf, count, type, r))) {
+    if (r.buffer.refused) return dtmpi::interpose::refuse(comm, r.buffer);
     return REAL(MPI_Recv_init)(buf, count, type, source, tag, comm, request);
+  }
   return pst::create(Kind::kRecv, buf, count, type, source, tag, comm, request);
 }
 

@@ -48,6 +48,10 @@ struct UserBuffer {
   type::PlanPtr plan;          // may be null for host buffers (then the system MPI packs)
   runtime::PointerInfo info;   // where the first byte the type touches lives
   int64_t bytes = 0;           // count x type size
+  // GPU memory dtmpi cannot serve (a type it cannot plan, more than 2 GiB of
+  // packed bytes) and the system MPI cannot take: the MPI error class the
+  // call must return instead of handing the system MPI a device pointer
+  int refused = 0;
 };
 
 // The method for sending `b` to world rank `peer_world` (-1: unknown): forced
