@@ -17,11 +17,15 @@ DTMPI_EXPORT int MPI_Type_commit(MPI_Datatype* type) {
   return rc;
 }
 
+// The plan goes before the handle: once the system MPI freed it, another
+// thread may get the same handle value for a new type and commit it, and a
+// forget after the free dropped that type's plan (its GPU buffers then had
+// no plan; issue 20). Freeing a type that is not freeable fails in the system
+// MPI after this; its plan is then rebuilt on demand (plan_for) or the call
+// goes to the system MPI, both correct.
 DTMPI_EXPORT int MPI_Type_free(MPI_Datatype* type) {
-  MPI_Datatype t = type ? *type : MPI_DATATYPE_NULL;
-  int rc = REAL(MPI_Type_free)(type);
-  if (rc == MPI_SUCCESS && rt::active()) dtmpi::type::forget_plan(t);
-  return rc;
+  if (type && rt::active()) dtmpi::type::forget_plan(*type);
+  return REAL(MPI_Type_free)(type);
 }
 
 DTMPI_EXPORT int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
