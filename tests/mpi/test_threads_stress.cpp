@@ -3,7 +3,8 @@
 // (the same on both sides, from a seed both derive), blocking and non-blocking
 // sends and receives, wildcards (ANY_SOURCE on a tag only this thread uses,
 // ANY_TAG on a communicator only this thread uses), probes then receives,
-// matched probes, every Wait/Test form. Half the threads share
+// matched probes, every Wait/Test form, all-to-all and allgather on the
+// private communicators. Half the threads share
 // MPI_COMM_WORLD (one tag each), half have a communicator of their own.
 // Every received element is compared with what the sender packed (the system
 // MPI's MPI_Pack is the oracle) and every byte outside the typemap must keep
@@ -48,12 +49,15 @@ constexpr int64_t kMaxBytes = 96 * 1024;  // a few cross transport::kMultiMin (6
 // twice (erroneous receive buffers) and oversized ones.
 struct Layout {
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  int count = 1;
+  int count = 1;  // elements per message (per block of a collective)
+  int total = 1;  // elements the buffer holds (count x blocks)
   int64_t size = 0;
   dtmpi::testing::Span span{};
   std::string recipe;
 
-  explicit Layout(uint64_t seed) {
+  // `blocks` consecutive groups of `count` elements must not overlap either
+  // (the whole buffer of an all-to-all / allgather)
+  explicit Layout(uint64_t seed, int blocks = 1) {
     for (uint64_t s = seed;; s += 0x9E3779B97F4A7C15ull) {
       dtmpi::testing::RandomTypes gen(s);
       MPI_Datatype t = gen.make(gen.uniform(0, 2));
@@ -64,10 +68,10 @@ struct Layout {
       const int c = gen.uniform(1, 3);
       int sz = 0;
       MPI_Type_size(t, &sz);
-      const auto sp = dtmpi::testing::span_of(t, c);
-      bool ok = sz > 0 && int64_t{sz} * c <= kMaxBytes && sp.hi - sp.lo <= 4 * kMaxBytes;
+      const auto sp = dtmpi::testing::span_of(t, c * blocks);
+      bool ok = sz > 0 && int64_t{sz} * c * blocks <= kMaxBytes && sp.hi - sp.lo <= 4 * kMaxBytes;
       if (ok) {
-        auto offs = dtmpi::testing::typemap_offsets(t, c);
+        auto offs = dtmpi::testing::typemap_offsets(t, c * blocks);
         std::sort(offs.begin(), offs.end());
         ok = std::adjacent_find(offs.begin(), offs.end()) == offs.end();
       }
@@ -77,6 +81,7 @@ struct Layout {
       }
       type = t;
       count = c;
+      total = c * blocks;
       size = sz;
       span = sp;
       recipe = gen.recipe();
@@ -156,11 +161,59 @@ struct ThreadResult {
   std::string first;
 };
 
+// An all-to-all or allgather of random types on a communicator only this
+// thread uses (collectives of different threads on different communicators
+// run at once, as MPI allows): block r of the result must be what rank r
+// packed for this rank.
+void collective(int t, int it, MPI_Comm comm, bool alltoall, uint64_t seed, ThreadResult& res) {
+  const int me = world_rank(), n = world_size();
+  Layout L(seed + static_cast<uint64_t>(t) * 100003u + static_cast<uint64_t>(it), n);
+  Buffer sbuf(L.extent_bytes()), rbuf(L.extent_bytes());
+  fill(sbuf.host(), me, t, it);
+  std::fill(rbuf.host().begin(), rbuf.host().end(), kPoison);
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(L.type, &lb, &extent);
+  unsigned char* s = sbuf.to_mpi() - L.span.lo;
+  unsigned char* r = rbuf.to_mpi() - L.span.lo;
+  // allgather: this rank's block is the first `count` elements of its buffer
+  const int rc = alltoall ? MPI_Alltoall(s, L.count, L.type, r, L.count, L.type, comm)
+                          : MPI_Allgather(s, L.count, L.type, r, L.count, L.type, comm);
+  if (rc != MPI_SUCCESS) ++res.errors;
+  rbuf.from_mpi();
+  const size_t block = static_cast<size_t>(L.size * L.count);
+  std::vector<unsigned char> got(block * n);
+  int pos = 0;
+  PMPI_Pack(rbuf.host().data() - L.span.lo, L.total, L.type, got.data(), static_cast<int>(got.size()), &pos,
+            MPI_COMM_SELF);
+  int bad = 0;
+  for (int from = 0; from < n; ++from) {
+    std::vector<unsigned char> theirs(L.extent_bytes()), packed(block * n);
+    fill(theirs, from, t, it);
+    int p = 0;
+    PMPI_Pack(theirs.data() - L.span.lo, L.total, L.type, packed.data(), static_cast<int>(packed.size()), &p,
+              MPI_COMM_SELF);
+    const size_t src = alltoall ? block * me : 0;
+    for (size_t i = 0; i < block; ++i) bad += packed[src + i] != got[block * from + i];
+  }
+  std::vector<unsigned char> mask(L.extent_bytes(), 0);
+  for (int64_t off : dtmpi::testing::typemap_offsets(L.type, L.total)) mask[static_cast<size_t>(off - L.span.lo)] = 1;
+  for (size_t i = 0; i < mask.size(); ++i) bad += !mask[i] && rbuf.host()[i] != kPoison;
+  res.wrong_bytes += bad;
+  if ((bad || rc != MPI_SUCCESS) && res.first.empty())
+    res.first = "thread " + std::to_string(t) + " iteration " + std::to_string(it) +
+                (alltoall ? " (Alltoall)" : " (Allgather)") + ": " + std::to_string(bad) + " wrong bytes; type " +
+                L.recipe + " x" + std::to_string(L.count);
+}
+
 // One thread's run: `iters` exchanges with its ring neighbours on `comm`.
 void run_thread(int t, MPI_Comm comm, bool own_comm, int iters, uint64_t seed, ThreadResult& res) {
   const int me = world_rank(), n = world_size(), right = (me + 1) % n, left = (me + n - 1) % n;
   const int my_tag = own_comm ? 7 : 100 + t;  // the tag this thread uses on a shared communicator
   for (int it = 0; it < iters; ++it) {
+    if (own_comm && it % 4 == 3) {  // every fourth round on a private communicator: a collective
+      collective(t, it, comm, it % 8 == 3, seed, res);
+      continue;
+    }
     Layout L(seed + static_cast<uint64_t>(t) * 100003u + static_cast<uint64_t>(it));
     const Shape shape = static_cast<Shape>((it + t) % static_cast<int>(Shape::kCount));
     // on its own communicator the tag varies and receives may use ANY_TAG
