@@ -5,6 +5,7 @@
 #include "runtime/lifecycle.hpp"
 #include "runtime/system_info.hpp"
 #include "transport/peers.hpp"
+#include "type/introspect.hpp"
 #include "type/registry.hpp"
 
 namespace dtmpi::interpose {
@@ -95,9 +96,9 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
   if (known) {
     size = known->size;
   } else {
-    int s = 0;
-    if (PMPI_Type_size(type, &s) != MPI_SUCCESS) return false;
-    size = s;
+    auto s = type::size_of(type);  // 64 bits: a large-count type may pass 2^31 bytes
+    if (!s) return false;
+    size = s.value();
   }
   if (int64_t{count} * size < multi_min || int64_t{count} * size > INT32_MAX) return false;
   r.buffer.ptr = buf;
@@ -113,12 +114,13 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
 bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b) {
   if (must_stage(buf, count, type, b)) return true;
   if (b.refused) return false;
-  int size = 0;
-  if (count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS) return false;
+  if (count < 0) return false;
+  auto size = type::size_of(type);
+  if (!size) return false;
   b.ptr = buf;
   b.count = count;
   b.type = type;
-  b.bytes = int64_t{count} * size;
+  b.bytes = int64_t{count} * size.value();
   b.plan = type::plan_for(type);
   b.info = rt::PointerInfo{};
   if (b.plan && rt::gpu_enabled() && buf)

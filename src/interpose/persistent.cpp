@@ -13,6 +13,7 @@
 #include "runtime/stats.hpp"
 #include "transport/engine.hpp"
 #include "transport/peers.hpp"
+#include "type/introspect.hpp"
 
 namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;
@@ -55,11 +56,6 @@ Op* find(MPI_Request h) {
   return it == t.ops.end() ? nullptr : it->second.get();
 }
 
-bool predefined(MPI_Datatype type) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  return PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
-}
-
 int create(Kind kind, const void* buf, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
            MPI_Request* request) {
   auto op = std::make_unique<Op>();
@@ -70,7 +66,7 @@ int create(Kind kind, const void* buf, int count, MPI_Datatype type, int peer, i
   op->tag = tag;
   op->comm = comm;
   op->type = type;
-  if (!predefined(type)) {
+  if (!dtmpi::type::is_predefined(type)) {
     // interposed: the duplicate shares the plan
     if (int rc = MPI_Type_dup(type, &op->type); rc != MPI_SUCCESS) return raise(comm, rc);
     op->own_type = true;

@@ -1,6 +1,7 @@
 // The receiving half: a landing receive on the user's envelope, then, if what
 // landed is a descriptor, the rest of the transfer.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "base/log.hpp"
@@ -10,6 +11,7 @@
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
+#include "type/introspect.hpp"
 
 namespace dtmpi::transport {
 
@@ -88,9 +90,10 @@ bool ReceiveOp::read_descriptor(int received, const MPI_Status& st, Descriptor& 
       pack::pack_host(*b_.plan, n, b_.ptr, tmp.data());
       std::memcpy(bytes, tmp.data(), kDescriptorBytes);
     } else {
-      int tsize = 0;
-      PMPI_Type_size(b_.type, &tsize);
-      if (tsize <= 0) return false;
+      // (an element past 2^31 bytes cannot go through MPI_Pack's int sizes)
+      auto size64 = type::size_of(b_.type);
+      if (!size64 || size64.value() <= 0 || size64.value() > INT32_MAX) return false;
+      const int tsize = static_cast<int>(size64.value());
       const int n = std::min(b_.count, (kDescriptorBytes + tsize - 1) / tsize);
       std::vector<unsigned char> tmp(static_cast<size_t>(n) * static_cast<size_t>(tsize));
       int pos = 0;

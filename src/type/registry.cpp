@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
+#include "type/introspect.hpp"
 #include "type/translate.hpp"
 
 namespace dtmpi::type {
@@ -100,9 +101,7 @@ const PackPlan* find_plan(MPI_Datatype t) {
 PlanPtr plan_for(MPI_Datatype t) {
   if (PlanPtr p = find_plan_shared(t)) return p;
   if (t == MPI_DATATYPE_NULL) return nullptr;
-  int ni = 0, na = 0, nd = 0, comb = 0;
-  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS || comb != MPI_COMBINER_NAMED)
-    return nullptr;  // a derived type without a plan: not committed, or not plannable
+  if (!is_predefined(t)) return nullptr;  // a derived type without a plan: not committed, or not plannable
   auto built = build_plan(t);
   if (!built) return nullptr;
   auto p = std::make_shared<const PackPlan>(std::move(built.value().plan));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "type/canonicalize.hpp"
+#include "type/introspect.hpp"
 
 namespace dtmpi::type {
 namespace {
@@ -21,18 +22,13 @@ Result<Extent> extent_of(MPI_Datatype t) {
   return Extent{lb, ext};
 }
 
-// Datatype handles returned by MPI_Type_get_contents must be freed unless named.
-struct ContentTypes {
-  std::vector<MPI_Datatype> types;
-  ~ContentTypes() {
-    for (auto& t : types) {
-      int ni, na, nd, comb;
-      if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
-          comb != MPI_COMBINER_NAMED)
-        PMPI_Type_free(&t);
-    }
-  }
-};
+// a * b, or an error where it leaves 64 bits (counts and displacements of
+// large-count types can be anything the MPI accepted; such a type stays with it)
+Result<int64_t> mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return Error{kErrTooLarge, "byte offset beyond 64 bits"};
+  return r;
+}
 
 template <class A, class B>
 int64_t member_offset() {
@@ -78,7 +74,7 @@ struct Run {
 };
 
 // Indices of one darray dimension owned by grid coordinate r, in ascending order.
-Result<std::vector<Run>> darray_runs(int64_t g, int distrib, int darg, int64_t p, int64_t r) {
+Result<std::vector<Run>> darray_runs(int64_t g, int64_t distrib, int64_t darg, int64_t p, int64_t r) {
   std::vector<Run> runs;
   if (distrib == MPI_DISTRIBUTE_NONE) {
     if (g > 0) runs.push_back({0, g});
@@ -106,15 +102,10 @@ class Translator {
  public:
   Result<TypeIR> run(MPI_Datatype t, int depth) {
     if (depth > 64) return Error{kErrTooLarge, "nesting deeper than 64"};
-    int ni = 0, na = 0, nd = 0, comb = 0;
-    DTMPI_MPI_CHECK(PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
-    if (comb == MPI_COMBINER_NAMED) return named_ir(t);
-    std::vector<int> in(static_cast<size_t>(ni));
-    std::vector<MPI_Aint> ad(static_cast<size_t>(na));
-    ContentTypes ct;
-    ct.types.resize(static_cast<size_t>(nd));
-    DTMPI_MPI_CHECK(PMPI_Type_get_contents(t, ni, na, nd, in.data(), ad.data(), ct.types.data()));
-    return from_contents(comb, in, ad, ct.types, depth);
+    auto c = contents_of(t);
+    if (!c) return c.error();
+    if (c.value().combiner == MPI_COMBINER_NAMED) return named_ir(t);
+    return from_contents(c.value().combiner, c.value().ints, c.value().addrs, c.value().types, depth);
   }
 
  private:
@@ -141,8 +132,7 @@ class Translator {
     return TypeIR::seq(std::move(items));
   }
 
-  Result<TypeIR> from_contents(int comb, const std::vector<int>& in,
-                               const std::vector<MPI_Aint>& ad,
+  Result<TypeIR> from_contents(int comb, const std::vector<int64_t>& in, const std::vector<int64_t>& ad,
                                const std::vector<MPI_Datatype>& ty, int depth) {
     switch (comb) {
       case MPI_COMBINER_DUP:
@@ -160,33 +150,37 @@ class Translator {
         if (!c) return c;
         DTMPI_TRY(extent_of(ty[0]));
         const int64_t ext = extent_of(ty[0]).value().extent;
-        const int64_t stride = comb == MPI_COMBINER_VECTOR ? int64_t{in[2]} * ext : int64_t{ad[0]};
-        return TypeIR::stream(0, in[0], stride, TypeIR::stream(0, in[1], ext, std::move(c.value())));
+        auto stride = comb == MPI_COMBINER_VECTOR ? mul(in[2], ext) : Result<int64_t>(ad[0]);
+        if (!stride) return stride.error();
+        return TypeIR::stream(0, in[0], stride.value(), TypeIR::stream(0, in[1], ext, std::move(c.value())));
       }
       case MPI_COMBINER_INDEXED:
       case MPI_COMBINER_HINDEXED:
       case MPI_COMBINER_INDEXED_BLOCK:
       case MPI_COMBINER_HINDEXED_BLOCK: {
-        const int n = in[0];
+        const int64_t n = in[0];
         const bool uniform = comb == MPI_COMBINER_INDEXED_BLOCK || comb == MPI_COMBINER_HINDEXED_BLOCK;
         const bool bytes = comb == MPI_COMBINER_HINDEXED || comb == MPI_COMBINER_HINDEXED_BLOCK;
         DTMPI_TRY(extent_of(ty[0]));
         const int64_t ext = extent_of(ty[0]).value().extent;
         std::vector<int64_t> bl(static_cast<size_t>(n)), disp(static_cast<size_t>(n));
-        for (int i = 0; i < n; ++i) {
+        for (int64_t i = 0; i < n; ++i) {
           bl[i] = uniform ? in[1] : in[1 + i];
-          if (bytes)
+          if (bytes) {
             disp[i] = ad[i];
-          else
-            disp[i] = int64_t{in[(uniform ? 2 : 1 + n) + i]} * ext;
+          } else {
+            auto d = mul(in[(uniform ? 2 : 1 + n) + i], ext);
+            if (!d) return d.error();
+            disp[i] = d.value();
+          }
         }
         return blocks(ty[0], depth, bl, disp);
       }
       case MPI_COMBINER_STRUCT: {
-        const int n = in[0];
+        const int64_t n = in[0];
         DTMPI_TRY(charge(n));
         std::vector<TypeIR> items;
-        for (int i = 0; i < n; ++i) {
+        for (int64_t i = 0; i < n; ++i) {
           auto c = run(ty[i], depth + 1);
           if (!c) return c;
           DTMPI_TRY(extent_of(ty[i]));
@@ -196,19 +190,23 @@ class Translator {
         return TypeIR::seq(std::move(items));
       }
       case MPI_COMBINER_SUBARRAY: {
-        const int nd = in[0];
-        const int order = in[1 + 3 * nd];
+        const int64_t nd = in[0];
+        const int64_t order = in[1 + 3 * nd];
         auto node = run(ty[0], depth + 1);
         if (!node) return node;
         DTMPI_TRY(extent_of(ty[0]));
         int64_t stride = extent_of(ty[0]).value().extent;
         TypeIR cur = std::move(node.value());
         // build from the fastest dimension outwards
-        for (int k = 0; k < nd; ++k) {
-          const int i = order == MPI_ORDER_C ? nd - 1 - k : k;
+        for (int64_t k = 0; k < nd; ++k) {
+          const int64_t i = order == MPI_ORDER_C ? nd - 1 - k : k;
           const int64_t size = in[1 + i], sub = in[1 + nd + i], start = in[1 + 2 * nd + i];
-          cur = TypeIR::stream(start * stride, sub, stride, std::move(cur));
-          stride *= size;
+          auto off = mul(start, stride);
+          if (!off) return off.error();
+          cur = TypeIR::stream(off.value(), sub, stride, std::move(cur));
+          auto next = mul(stride, size);
+          if (!next) return next.error();
+          stride = next.value();
         }
         return cur;
       }
@@ -226,17 +224,16 @@ class Translator {
     return Error{kErrUnsupported, "unsupported combiner"};
   }
 
-  Result<TypeIR> darray(const std::vector<int>& in, MPI_Datatype old, int depth) {
-    const int nprocs = in[0], rank = in[1], nd = in[2];
-    const int* gsizes = &in[3];
-    const int* distribs = &in[3 + nd];
-    const int* dargs = &in[3 + 2 * nd];
-    const int* psizes = &in[3 + 3 * nd];
-    const int order = in[3 + 4 * nd];
-    (void)nprocs;
+  Result<TypeIR> darray(const std::vector<int64_t>& in, MPI_Datatype old, int depth) {
+    const int64_t rank = in[1], nd = in[2];
+    const int64_t* gsizes = &in[3];
+    const int64_t* distribs = &in[3 + nd];
+    const int64_t* dargs = &in[3 + 2 * nd];
+    const int64_t* psizes = &in[3 + 3 * nd];
+    const int64_t order = in[3 + 4 * nd];
     // process grid coordinates are row-major whatever the array order
     std::vector<int64_t> coord(static_cast<size_t>(nd));
-    for (int i = nd - 1, r = rank; i >= 0; --i) {
+    for (int64_t i = nd - 1, r = rank; i >= 0; --i) {
       coord[i] = r % psizes[i];
       r /= psizes[i];
     }
@@ -245,11 +242,12 @@ class Translator {
     DTMPI_TRY(extent_of(old));
     int64_t stride = extent_of(old).value().extent;
     TypeIR cur = std::move(node.value());
-    for (int k = 0; k < nd; ++k) {
-      const int i = order == MPI_ORDER_C ? nd - 1 - k : k;
+    for (int64_t k = 0; k < nd; ++k) {
+      const int64_t i = order == MPI_ORDER_C ? nd - 1 - k : k;
       auto runs = darray_runs(gsizes[i], distribs[i], dargs[i], psizes[i], coord[i]);
       if (!runs) return runs.error();
       DTMPI_TRY(charge(static_cast<int64_t>(runs.value().size()) * (1 + node_count(cur))));
+      DTMPI_TRY(mul(gsizes[i], stride));  // the largest offset below
       std::vector<TypeIR> items;
       for (const auto& r : runs.value())
         items.push_back(TypeIR::stream(r.start * stride, r.len, stride, cur));
