@@ -4,7 +4,8 @@
 // and no transfer is in flight every call is a pass-through.
 // Otherwise the handles are remembered before the call (MPI sets completed ones
 // to MPI_REQUEST_NULL), statuses are captured even when the application
-// ignores them (a staged receive needs its byte count), and each completed
+// ignores them (a staged receive needs its byte count) and given back as the
+// system MPI's call left them (runtime/status.hpp), and each completed
 // tracked request is finished (unpacked, staging returned) before the call returns.
 // An active dtmpi persistent request stands in the array for its operation's
 // request during the call (interpose/persistent.hpp).
@@ -15,6 +16,7 @@
 #include "interpose/persistent.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
+#include "runtime/status.hpp"
 #include "transport/engine.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -22,20 +24,13 @@ namespace tp = dtmpi::transport;
 
 namespace {
 
-// Anything for dtmpi to do: tracked requests, or transfers in flight.
-inline bool idle() { return !rt::any_tracked() && !tp::busy(); }
+// Anything for dtmpi to do: tracked requests, transfers in flight, or
+// generalized requests of dtmpi's whose errors need restoring.
+inline bool idle() { return !rt::any_tracked() && !tp::busy() && !tp::requests_live(); }
 
 void progress_all() {
   tp::poll();
   rt::progress();
-}
-
-// Statuses for `n` requests, MPI_ERROR preset so that calls which succeed as a
-// whole (and leave MPI_ERROR alone) read as successes.
-std::vector<MPI_Status> fresh_statuses(int n) {
-  std::vector<MPI_Status> st(static_cast<size_t>(n > 0 ? n : 1));
-  for (auto& s : st) s.MPI_ERROR = MPI_SUCCESS;
-  return st;
 }
 
 // Finishes tracked request `orig` reported complete with `st`; folds an error
@@ -67,9 +62,41 @@ int wait_by_testing(Test test) {
   }
 }
 
-void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
+// Before MPI_Waitall while transfers are in flight: dtmpi's progress runs
+// until every request is complete (MPI_Request_get_status leaves them in
+// place), then the system MPI's own MPI_Waitall returns at once and writes
+// the statuses its way (MPICH's writes MPI_ERROR, its MPI_Testall does not).
+void progress_until_complete(const MPI_Request* reqs, int n) {
+  for (int i = 0; i < n && tp::busy();) {
+    int flag = 0;
+    if (reqs[i] == MPI_REQUEST_NULL || PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+        flag) {
+      ++i;  // complete (or failed: the system MPI's wait reports it)
+      continue;
+    }
+    progress_all();
+  }
+}
+
+// dtmpi's operations behind generalized requests that the system MPI's call
+// completed in error report their own error (MPI_ERR_TRUNCATE...): MPICH
+// reports any failed generalized request as MPI_ERR_OTHER. `orig[k]` was
+// completed with status k; `single`: the call returns that error itself --
+// where it returns an error at all (Open MPI's MPI_Request_get_status
+// returns success for a failed request).
+void restore_errors(const MPI_Request* orig, int n, rt::CallStatuses& st, int& rc, bool single) {
+  if (!tp::any_completed_errors()) return;
+  for (int k = 0; k < n; ++k) {
+    const int err = tp::completed_error(orig[k]);
+    if (err == MPI_SUCCESS) continue;
+    st.set_error(static_cast<size_t>(k), err);
+    if (single && rc != MPI_SUCCESS) rc = err;
+  }
+}
+
+void copy_out(const rt::CallStatuses& st, MPI_Status* out, int n) {
   if (out == MPI_STATUSES_IGNORE) return;
-  for (int i = 0; i < n; ++i) out[i] = st[static_cast<size_t>(i)];
+  for (int i = 0; i < n; ++i) st.copy_out(static_cast<size_t>(i), &out[i]);
 }
 
 // Runs `call` with active dtmpi persistent handles in reqs[0..n) swapped for
@@ -86,11 +113,13 @@ int wait(MPI_Request* request, MPI_Status* status) {
   if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
   rt::progress();
   const MPI_Request orig = *request;
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Wait)(request, st.data());
-  st[0].MPI_ERROR = rc;
+  st.settle(rc, true);
+  restore_errors(&orig, 1, st, rc, true);
   finish(orig, st[0], rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.copy_out(0, status);
   return rc;
 }
 
@@ -98,27 +127,29 @@ int test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Test)(request, flag, status);
   progress_all();
   const MPI_Request orig = *request;
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Test)(request, flag, st.data());
-  st[0].MPI_ERROR = rc;
+  st.settle(rc, true);
+  if (*flag) restore_errors(&orig, 1, st, rc, true);
   if (*flag) finish(orig, st[0], rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.copy_out(0, status);
   return rc;
 }
 
 int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitall)(count, requests, statuses);
   DTMPI_TRACE("MPI_Waitall: entry");
-  if (tp::busy()) {
-    const int rc = wait_by_testing([&](int& flag) { return MPI_Testall(count, requests, &flag, statuses); });
-    DTMPI_TRACE("MPI_Waitall: done");
-    return rc;
-  }
-  rt::progress();
+  progress_until_complete(requests, count);
+  progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  auto st = fresh_statuses(count);
+  rt::CallStatuses st(statuses, count);
+  tp::begin_completions();
   int rc = REAL(MPI_Waitall)(count, requests, st.data());
+  st.settle(rc, false);
+  restore_errors(orig.data(), count, st, rc, false);
   finish_all(orig.data(), st.data(), count, rc);
+  DTMPI_TRACE("MPI_Waitall: done");
   copy_out(st, statuses, count);
   return rc;
 }
@@ -127,8 +158,11 @@ int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[])
   if (idle()) return REAL(MPI_Testall)(count, requests, flag, statuses);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  auto st = fresh_statuses(count);
+  rt::CallStatuses st(statuses, count);
+  tp::begin_completions();
   int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
+  st.settle(rc, false);
+  if (*flag) restore_errors(orig.data(), count, st, rc, false);
   if (*flag) finish_all(orig.data(), st.data(), count, rc);
   copy_out(st, statuses, count);
   return rc;
@@ -140,11 +174,13 @@ int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
     return wait_by_testing([&](int& flag) { return MPI_Testany(count, requests, index, &flag, status); });
   rt::progress();
   std::vector<MPI_Request> orig(requests, requests + count);
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Waitany)(count, requests, index, st.data());
-  st[0].MPI_ERROR = rc;
+  st.settle(rc, true);
+  if (*index != MPI_UNDEFINED) restore_errors(&orig[static_cast<size_t>(*index)], 1, st, rc, true);
   if (*index != MPI_UNDEFINED) finish(orig[static_cast<size_t>(*index)], st[0], rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.copy_out(0, status);
   return rc;
 }
 
@@ -152,11 +188,15 @@ int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status
   if (idle()) return REAL(MPI_Testany)(count, requests, index, flag, status);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Testany)(count, requests, index, flag, st.data());
-  st[0].MPI_ERROR = rc;
-  if (*flag && *index != MPI_UNDEFINED) finish(orig[static_cast<size_t>(*index)], st[0], rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.settle(rc, true);
+  if (*flag && *index != MPI_UNDEFINED) {
+    restore_errors(&orig[static_cast<size_t>(*index)], 1, st, rc, true);
+    finish(orig[static_cast<size_t>(*index)], st[0], rc);
+  }
+  st.copy_out(0, status);
   return rc;
 }
 
@@ -165,15 +205,17 @@ using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
 int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + incount);
-  auto st = fresh_statuses(incount);
+  rt::CallStatuses st(statuses, incount);
+  tp::begin_completions();
   int rc = fn(incount, requests, outcount, indices, st.data());
-  if (*outcount != MPI_UNDEFINED && *outcount > 0 && rt::any_tracked()) {
+  st.settle(rc, false);
+  if (*outcount != MPI_UNDEFINED && *outcount > 0 && (rt::any_tracked() || tp::any_completed_errors())) {
     std::vector<MPI_Request> done(static_cast<size_t>(*outcount));
     for (int k = 0; k < *outcount; ++k) done[static_cast<size_t>(k)] = orig[static_cast<size_t>(indices[k])];
+    restore_errors(done.data(), *outcount, st, rc, false);
     finish_all(done.data(), st.data(), *outcount, rc);
   }
-  if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
-    for (int k = 0; k < *outcount; ++k) statuses[k] = st[static_cast<size_t>(k)];
+  if (*outcount != MPI_UNDEFINED) copy_out(st, statuses, *outcount);
   return rc;
 }
 int waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
@@ -234,12 +276,14 @@ DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Stat
   if (int rc; dtmpi::interpose::persistent::get_status(request, flag, status, rc)) return rc;
   if (idle()) return REAL(MPI_Request_get_status)(request, flag, status);
   progress_all();
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Request_get_status)(request, flag, st.data());
-  st[0].MPI_ERROR = rc;
+  st.settle(rc, true);
+  if (*flag) restore_errors(&request, 1, st, rc, true);
   // complete: finish now so the data is in place when the application looks;
   // the later MPI_Wait/MPI_Test then finds nothing left to do
   if (*flag) finish(request, st[0], rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.copy_out(0, status);
   return rc;
 }

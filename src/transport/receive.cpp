@@ -8,6 +8,7 @@
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
 #include "runtime/stats.hpp"
+#include "runtime/status.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
 
@@ -36,7 +37,7 @@ int ReceiveOp::post(int source, int tag) {
 }
 
 int ReceiveOp::receive_blocking(int source, int tag) {
-  MPI_Status st;
+  MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
   int rc;
   if (staged_) {
     auto s = rt::acquire_staging(static_cast<size_t>(b_.bytes));
@@ -55,9 +56,18 @@ int ReceiveOp::receive_blocking(int source, int tag) {
 void ReceiveOp::from_stash(Stashed& e) {
   source = e.source;
   tag = e.tag;
+  status = rt::seeded(MPI_STATUS_IGNORE);
+  status.MPI_SOURCE = source;
+  status.MPI_TAG = tag;
+  PMPI_Status_set_cancelled(&status, 0);
+  has_status = true;
   if (e.is_descriptor) return begin_multi(e.descriptor);
   bytes = static_cast<int64_t>(e.raw.size());
-  if (bytes > b_.bytes) return fail(MPI_ERR_TRUNCATE);
+  if (bytes > b_.bytes) {
+    rt::set_bytes(&status, rt::truncated_count(bytes, b_.bytes));
+    return fail(MPI_ERR_TRUNCATE);
+  }
+  rt::set_bytes(&status, bytes);
   deliver_packed(e.raw.data(), bytes);
   state_ = State::kDone;
 }
@@ -149,6 +159,8 @@ void ReceiveOp::landed(MPI_Status& st) {
   DTMPI_TRACE("recv: landed");
   source = st.MPI_SOURCE;
   tag = st.MPI_TAG;
+  status = st;  // as the system MPI reports it (a truncated one too)
+  has_status = true;
   int c = 0;
   PMPI_Test_cancelled(&st, &c);
   if (c) {
@@ -160,11 +172,11 @@ void ReceiveOp::landed(MPI_Status& st) {
     error_reported = true;
     return fail(st.MPI_ERROR);
   }
-  int received = 0;
-  PMPI_Get_count(&st, MPI_BYTE, &received);
+  MPI_Count received = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &received);
   bytes = received;
   Descriptor d;
-  if (read_descriptor(received, st, d)) return begin_multi(d);
+  if (received == kDescriptorBytes && read_descriptor(kDescriptorBytes, st, d)) return begin_multi(d);
   if (staged_) deliver_packed(landing_.ptr, received);
   state_ = State::kDone;
 }
@@ -179,7 +191,8 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
   bytes = d.total_bytes;
   rt::count(rt::Counter::kMultiRecvs);
   if (d.total_bytes > b_.bytes) {  // longer than the receive: MPI_ERR_TRUNCATE, drain the sender
-    bytes = b_.bytes;
+    bytes = rt::truncated_count(d.total_bytes, b_.bytes);
+    rt::set_bytes(&status, bytes);
     pending_error_ = MPI_ERR_TRUNCATE;
     if (d.wire == Wire::kPipelined) {
       auto st = rt::acquire_staging(static_cast<size_t>(std::min(d.chunk_bytes, d.total_bytes)));
@@ -194,6 +207,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     state_ = State::kAck;
     return;
   }
+  rt::set_bytes(&status, d.total_bytes);  // the transfer's, not the descriptor's
   // where the packed stream lands in host memory: the landing buffer when it
   // is one of ours (it holds the receive bound), else a new one
   if (d.wire != Wire::kIpc) {
@@ -402,15 +416,15 @@ bool ReceiveOp::step() {
   int flag = 0;
   switch (state_) {
     case State::kLanding: {
-      MPI_Status st;
+      MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
       int rc = PMPI_Test(&landing_req_, &flag, &st);
-      if (rc != MPI_SUCCESS) {
+      if (rc != MPI_SUCCESS && !flag) {
         error_reported = true;
         fail(rc);
         return true;
       }
       if (!flag) return false;
-      st.MPI_ERROR = MPI_SUCCESS;
+      st.MPI_ERROR = rc;  // a failed receive (truncated) still reports its source, tag and count
       landed(st);
       return step();
     }
