@@ -19,6 +19,7 @@
 #include "interpose/p2p_route.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/real_mpi.hpp"
+#include "runtime/status.hpp"
 #include "transport/engine.hpp"
 #include "transport/peers.hpp"
 #include "transport/stash.hpp"
@@ -86,10 +87,14 @@ void retire(MPI_Message* message, Matched& m) {
   PMPI_Wait(&m.stand_in_send, MPI_STATUS_IGNORE);
 }
 
-// Gives the application a message dtmpi holds.
-int hand_out(tp::Stashed e, int* flag, MPI_Message* message, MPI_Status* status) {
+// Gives the application a message dtmpi holds; `seen`: the status of the
+// system MPI's probe that took it just now (else null: an earlier probe did).
+int hand_out(tp::Stashed e, int* flag, MPI_Message* message, MPI_Status* status, const MPI_Status* seen = nullptr) {
   const MPI_Comm comm = e.comm;
-  tp::status_of(e, status);
+  if (seen)
+    tp::probed_status_of(e, *seen, status);
+  else
+    tp::status_of(e, status, rt::ErrorWrites::kImprobe);
   MPI_Request send = MPI_REQUEST_NULL;
   if (int rc = stand_in(message, &send); rc != MPI_SUCCESS) return raise(comm, rc);
   remember(*message, comm, std::make_unique<tp::Stashed>(std::move(e)), send);
@@ -105,18 +110,22 @@ DTMPI_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_
   tp::poll();
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag)) return hand_out(std::move(*e), flag, message, status);
-  MPI_Status st;
+  MPI_Status st = rt::seeded(status);  // fields the probe leaves alone stay the application's
   int rc = REAL(MPI_Improbe)(source, tag, comm, flag, message, &st);
-  if (rc != MPI_SUCCESS || !*flag) return rc;
-  int bytes = 0;
-  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  if (rc != MPI_SUCCESS || !*flag) {
+    rt::give_back(st, status);
+    return rc;
+  }
+  if (*message != MPI_MESSAGE_NO_PROC) rt::observe_error_write(rt::ErrorWrites::kImprobe, st);
+  MPI_Count bytes = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
   if (bytes == tp::kDescriptorBytes && tp::descriptors_possible() && *message != MPI_MESSAGE_NO_PROC) {
     tp::Stashed e;  // maybe a descriptor: read it now, report the real size
     if (rc = tp::read_matched(message, comm, st, e); rc != MPI_SUCCESS) return raise(comm, rc);
-    return hand_out(std::move(e), flag, message, status);
+    return hand_out(std::move(e), flag, message, status, &st);
   }
   remember(*message, comm, nullptr);
-  if (status != MPI_STATUS_IGNORE) *status = st;
+  rt::give_back(st, status);
   return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
 #include "runtime/stats.hpp"
+#include "runtime/status.hpp"
 #include "transport/peers.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -171,15 +172,18 @@ int receive_one_message(const tp::UserBuffer& b, MPI_Comm comm, const Arrival& f
   rt::PendingOp op;
   void* landing = nullptr;
   if (int rc = begin_receive(b, op, comm, landing); rc != MPI_SUCCESS) return rc;
-  MPI_Status local;
+  // the system MPI's status of the packed bytes is the application's: their
+  // count gives its type the answers its own receive would (runtime/status.hpp)
+  MPI_Status local = rt::seeded(status);
   const int n = static_cast<int>(b.bytes);
   int rc = from.message ? REAL(MPI_Mrecv)(landing, n, MPI_PACKED, from.message, &local)
                         : REAL(MPI_Recv)(landing, n, MPI_PACKED, from.source, from.tag, comm, &local);
-  local.MPI_ERROR = rc;
-  int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &local) : MPI_SUCCESS;
+  MPI_Status seen = local;
+  seen.MPI_ERROR = rc;
+  int urc = rc == MPI_SUCCESS ? rt::finish_receive(op, &seen) : MPI_SUCCESS;
   rt::release_staging(op.staging);
   rt::release_device_buffer(op.device);
-  if (status != MPI_STATUS_IGNORE) *status = local;
+  rt::give_back(local, status);
   if (urc != MPI_SUCCESS) return raise(comm, urc);
   return rc;
 }
@@ -308,16 +312,22 @@ DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype s
   if (!stage_s && !stage_r)
     return REAL(MPI_Sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                               recvtag, comm, status);
-  // both halves through the interposed request path, so either may be staged
-  MPI_Request reqs[2];
-  int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
+  // both halves through the interposed request path, so either may be staged;
+  // a receive from MPI_PROC_NULL is the system MPI's blocking one (MPICH's
+  // non-blocking one reports another source and tag)
+  MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Status sts[2] = {rt::seeded(status), rt::seeded(MPI_STATUS_IGNORE)};
+  const int first = source == MPI_PROC_NULL ? 1 : 0;
+  int rc = first ? PMPI_Recv(recvbuf, recvcount, recvtype, source, recvtag, comm, &sts[0])
+                 : MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
   if (rc != MPI_SUCCESS) return rc;
   rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
   if (rc != MPI_SUCCESS) return rc;
-  MPI_Status sts[2];
-  rc = MPI_Waitall(2, reqs, sts);
-  if (status != MPI_STATUS_IGNORE) *status = sts[0];
+  rc = MPI_Waitall(2 - first, reqs + first, sts + first);
   if (rc == MPI_ERR_IN_STATUS) rc = sts[0].MPI_ERROR != MPI_SUCCESS ? sts[0].MPI_ERROR : sts[1].MPI_ERROR;
+  // MPI_ERROR as the system MPI's MPI_Sendrecv leaves it
+  sts[0].MPI_ERROR = rt::writes_error(rt::ErrorWrites::kSendrecv) ? rc : rt::kErrorUnwritten;
+  rt::give_back(sts[0], status);
   return rc;
 }
 
@@ -360,6 +370,8 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
     if (rc == MPI_SUCCESS) rc = wrc;
   }
   rt::release_staging(copy);
+  // MPI_ERROR as the system MPI's MPI_Sendrecv_replace leaves it (MPICH's writes it)
+  if (status != MPI_STATUS_IGNORE && rt::writes_error(rt::ErrorWrites::kSendrecvReplace)) status->MPI_ERROR = rc;
   return rc;
 }
 

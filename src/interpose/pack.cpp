@@ -4,8 +4,9 @@
 // CUDA-aware). Anything questionable goes to the system MPI, which then reports
 // the error class it always reports, through the communicator's error handler.
 // One exception: a packed buffer too small for a planned type is reported by
-// dtmpi itself (MPI_ERR_TRUNCATE, Open MPI's class), because some system MPIs
-// (Debian's MPICH 4.0) do not check and write past the buffer.
+// dtmpi itself (MPI_ERR_TRUNCATE, as Open MPI does; nothing written), because
+// some system MPIs do not check: Debian's MPICH 4.0 packs the basic elements
+// that fit and returns success (docs/architecture.md).
 #include <climits>
 #include <cstdint>
 

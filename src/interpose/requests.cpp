@@ -3,9 +3,11 @@
 // requests for transfers dtmpi completes itself); when none carries dtmpi work
 // and no transfer is in flight every call is a pass-through.
 // Otherwise dtmpi's work for the handles is taken out of its table before the
-// call (runtime::ClaimedOps: a completed handle may be reused by another thread
-// at once), statuses are captured even when the application
-// ignores them (a staged receive needs its byte count), and each completed
+// call (runtime::ClaimedOps: a handle the call completes may be reused by
+// another thread at once), the handles are remembered before the call (MPI sets completed ones
+// to MPI_REQUEST_NULL), statuses are captured even when the application
+// ignores them (a staged receive needs its byte count) and given back as the
+// system MPI's call left them (runtime/status.hpp), and each completed
 // tracked request is finished (unpacked, staging returned) before the call returns.
 // An active dtmpi persistent request stands in the array for its operation's
 // request during the call (interpose/persistent.hpp).
@@ -16,6 +18,7 @@
 #include "interpose/persistent.hpp"
 #include "runtime/real_mpi.hpp"
 #include "runtime/requests.hpp"
+#include "runtime/status.hpp"
 #include "transport/engine.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -23,20 +26,13 @@ namespace tp = dtmpi::transport;
 
 namespace {
 
-// Anything for dtmpi to do: tracked requests, or transfers in flight.
-inline bool idle() { return !rt::any_tracked() && !tp::busy(); }
+// Anything for dtmpi to do: tracked requests, transfers in flight, or
+// generalized requests of dtmpi's whose errors need restoring.
+inline bool idle() { return !rt::any_tracked() && !tp::busy() && !tp::requests_live(); }
 
 void progress_all() {
   tp::poll();
   rt::progress();
-}
-
-// Statuses for `n` requests, MPI_ERROR preset so that calls which succeed as a
-// whole (and leave MPI_ERROR alone) read as successes.
-std::vector<MPI_Status> fresh_statuses(int n) {
-  std::vector<MPI_Status> st(static_cast<size_t>(n > 0 ? n : 1));
-  for (auto& s : st) s.MPI_ERROR = MPI_SUCCESS;
-  return st;
 }
 
 // Folds an error of dtmpi's own work (`frc`) into the call's code.
@@ -65,9 +61,41 @@ int wait_by_testing(Test test) {
   }
 }
 
-void copy_out(const std::vector<MPI_Status>& st, MPI_Status* out, int n) {
+// Before MPI_Waitall while transfers are in flight: dtmpi's progress runs
+// until every request is complete (MPI_Request_get_status leaves them in
+// place), then the system MPI's own MPI_Waitall returns at once and writes
+// the statuses its way (MPICH's writes MPI_ERROR, its MPI_Testall does not).
+void progress_until_complete(const MPI_Request* reqs, int n) {
+  for (int i = 0; i < n && tp::busy();) {
+    int flag = 0;
+    if (reqs[i] == MPI_REQUEST_NULL || PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+        flag) {
+      ++i;  // complete (or failed: the system MPI's wait reports it)
+      continue;
+    }
+    progress_all();
+  }
+}
+
+// dtmpi's operations behind generalized requests that the system MPI's call
+// completed in error report their own error (MPI_ERR_TRUNCATE...): MPICH
+// reports any failed generalized request as MPI_ERR_OTHER. `orig[k]` was
+// completed with status k; `single`: the call returns that error itself --
+// where it returns an error at all (Open MPI's MPI_Request_get_status
+// returns success for a failed request).
+void restore_errors(const MPI_Request* orig, int n, rt::CallStatuses& st, int& rc, bool single) {
+  if (!tp::any_completed_errors()) return;
+  for (int k = 0; k < n; ++k) {
+    const int err = tp::completed_error(orig[k]);
+    if (err == MPI_SUCCESS) continue;
+    st.set_error(static_cast<size_t>(k), err);
+    if (single && rc != MPI_SUCCESS) rc = err;
+  }
+}
+
+void copy_out(const rt::CallStatuses& st, MPI_Status* out, int n) {
   if (out == MPI_STATUSES_IGNORE) return;
-  for (int i = 0; i < n; ++i) out[i] = st[static_cast<size_t>(i)];
+  for (int i = 0; i < n; ++i) st.copy_out(static_cast<size_t>(i), &out[i]);
 }
 
 // Runs `call` with active dtmpi persistent handles in reqs[0..n) swapped for
@@ -83,40 +111,47 @@ int wait(MPI_Request* request, MPI_Status* status) {
   if (idle()) return REAL(MPI_Wait)(request, status);
   if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
   rt::progress();
+  const MPI_Request orig = *request;
   rt::ClaimedOps claimed(request, 1);
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Wait)(request, st.data());
-  st[0].MPI_ERROR = rc;
-  if (!claimed.empty()) fold(claimed.finish(0, st.data()), rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.settle(rc, true);
+  restore_errors(&orig, 1, st, rc, true);
+  if (!claimed.empty()) fold(claimed.finish(0, &st[0]), rc);
+  st.copy_out(0, status);
   return rc;
 }
 
 int test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Test)(request, flag, status);
   progress_all();
+  const MPI_Request orig = *request;
   rt::ClaimedOps claimed(request, 1);
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Test)(request, flag, st.data());
-  st[0].MPI_ERROR = rc;
-  if (*flag && !claimed.empty()) fold(claimed.finish(0, st.data()), rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.settle(rc, true);
+  if (*flag) restore_errors(&orig, 1, st, rc, true);
+  if (*flag && !claimed.empty()) fold(claimed.finish(0, &st[0]), rc);
+  st.copy_out(0, status);
   return rc;
 }
 
 int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Waitall)(count, requests, statuses);
   DTMPI_TRACE("MPI_Waitall: entry");
-  if (tp::busy()) {
-    const int rc = wait_by_testing([&](int& flag) { return MPI_Testall(count, requests, &flag, statuses); });
-    DTMPI_TRACE("MPI_Waitall: done");
-    return rc;
-  }
-  rt::progress();
+  progress_until_complete(requests, count);
+  progress_all();
+  std::vector<MPI_Request> orig(requests, requests + count);
   rt::ClaimedOps claimed(requests, count);
-  auto st = fresh_statuses(count);
+  rt::CallStatuses st(statuses, count);
+  tp::begin_completions();
   int rc = REAL(MPI_Waitall)(count, requests, st.data());
+  st.settle(rc, false);
+  restore_errors(orig.data(), count, st, rc, false);
   finish_slots(claimed, count, st.data(), rc);
+  DTMPI_TRACE("MPI_Waitall: done");
   copy_out(st, statuses, count);
   return rc;
 }
@@ -124,9 +159,13 @@ int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (idle()) return REAL(MPI_Testall)(count, requests, flag, statuses);
   progress_all();
+  std::vector<MPI_Request> orig(requests, requests + count);
   rt::ClaimedOps claimed(requests, count);
-  auto st = fresh_statuses(count);
+  rt::CallStatuses st(statuses, count);
+  tp::begin_completions();
   int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
+  st.settle(rc, false);
+  if (*flag) restore_errors(orig.data(), count, st, rc, false);
   if (*flag) finish_slots(claimed, count, st.data(), rc);
   copy_out(st, statuses, count);
   return rc;
@@ -137,24 +176,32 @@ int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (tp::busy())
     return wait_by_testing([&](int& flag) { return MPI_Testany(count, requests, index, &flag, status); });
   rt::progress();
+  std::vector<MPI_Request> orig(requests, requests + count);
   rt::ClaimedOps claimed(requests, count);
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Waitany)(count, requests, index, st.data());
-  st[0].MPI_ERROR = rc;
-  if (*index != MPI_UNDEFINED && !claimed.empty()) fold(claimed.finish(*index, st.data()), rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.settle(rc, true);
+  if (*index != MPI_UNDEFINED) restore_errors(&orig[static_cast<size_t>(*index)], 1, st, rc, true);
+  if (*index != MPI_UNDEFINED && !claimed.empty()) fold(claimed.finish(*index, &st[0]), rc);
+  st.copy_out(0, status);
   return rc;
 }
 
 int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Testany)(count, requests, index, flag, status);
   progress_all();
+  std::vector<MPI_Request> orig(requests, requests + count);
   rt::ClaimedOps claimed(requests, count);
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Testany)(count, requests, index, flag, st.data());
-  st[0].MPI_ERROR = rc;
-  if (*flag && *index != MPI_UNDEFINED && !claimed.empty()) fold(claimed.finish(*index, st.data()), rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  st.settle(rc, true);
+  if (*flag && *index != MPI_UNDEFINED) {
+    restore_errors(&orig[static_cast<size_t>(*index)], 1, st, rc, true);
+    if (!claimed.empty()) fold(claimed.finish(*index, &st[0]), rc);
+  }
+  st.copy_out(0, status);
   return rc;
 }
 
@@ -162,13 +209,19 @@ using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
 
 int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   progress_all();
+  std::vector<MPI_Request> orig(requests, requests + incount);
   rt::ClaimedOps claimed(requests, incount);
-  auto st = fresh_statuses(incount);
+  rt::CallStatuses st(statuses, incount);
+  tp::begin_completions();
   int rc = fn(incount, requests, outcount, indices, st.data());
-  if (*outcount != MPI_UNDEFINED && *outcount > 0 && !claimed.empty())
-    fold(claimed.finish_all(indices, st.data(), *outcount), rc);
-  if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
-    for (int k = 0; k < *outcount; ++k) statuses[k] = st[static_cast<size_t>(k)];
+  st.settle(rc, false);
+  if (*outcount != MPI_UNDEFINED && *outcount > 0 && (!claimed.empty() || tp::any_completed_errors())) {
+    std::vector<MPI_Request> done(static_cast<size_t>(*outcount));
+    for (int k = 0; k < *outcount; ++k) done[static_cast<size_t>(k)] = orig[static_cast<size_t>(indices[k])];
+    restore_errors(done.data(), *outcount, st, rc, false);
+    if (!claimed.empty()) fold(claimed.finish_all(indices, st.data(), *outcount), rc);
+  }
+  if (*outcount != MPI_UNDEFINED) copy_out(st, statuses, *outcount);
   return rc;
 }
 int waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
@@ -229,12 +282,14 @@ DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Stat
   if (int rc; dtmpi::interpose::persistent::get_status(request, flag, status, rc)) return rc;
   if (idle()) return REAL(MPI_Request_get_status)(request, flag, status);
   progress_all();
-  auto st = fresh_statuses(1);
+  rt::CallStatuses st(status, 1);
+  tp::begin_completions();
   int rc = REAL(MPI_Request_get_status)(request, flag, st.data());
-  st[0].MPI_ERROR = rc;
+  st.settle(rc, true);
+  if (*flag) restore_errors(&request, 1, st, rc, true);
   // complete: finish now so the data is in place when the application looks;
   // the later MPI_Wait/MPI_Test then finds nothing left to do
-  if (*flag && rt::any_tracked()) fold(rt::finish_tracked(request, st.data()), rc);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  if (*flag && rt::any_tracked()) fold(rt::finish_tracked(request, &st[0]), rc);
+  st.copy_out(0, status);
   return rc;
 }

@@ -215,7 +215,50 @@ void run(const PackPlan& plan, int64_t count, const void* user, char* packed) {
     packed = irregular<kPack>(plan.irregular(), at(user, k * plan.extent), packed);
 }
 
+// Calls f(user offset, block bytes) for every block of one element of `p`
+// (relative to `base`) in pack order while f returns true.
+template <class F>
+bool each_block(const StridedPlan& p, int64_t base, F& f) {
+  if (p.block == 0) return true;
+  int64_t idx[type::kMaxDims] = {};
+  int64_t off = 0;
+  do {
+    if (!f(base + p.offset + off, p.block)) return false;
+  } while (next_index(p, 0, idx, off));
+  return true;
+}
+
+template <class F>
+void each_block(const PackPlan& plan, F& f) {
+  if (plan.is_strided()) {
+    each_block(plan.strided(), 0, f);
+    return;
+  }
+  const IrregularPlan& ip = plan.irregular();
+  int64_t idx[type::kMaxDims] = {};
+  int64_t off = ip.outer.offset;
+  do {
+    for (const Piece& p : ip.pieces) {
+      const bool more = p.strided < 0 ? f(off + p.offset, p.block)
+                                      : each_block(ip.strided[static_cast<size_t>(p.strided)], off, f);
+      if (!more) return;
+    }
+  } while (next_index(ip.outer, 0, idx, off));
+}
+
 }  // namespace
+
+void unpack_host_prefix(const PackPlan& plan, const void* packed, void* user, int64_t bytes) {
+  const char* in = static_cast<const char*>(packed);
+  auto copy = [&](int64_t off, int64_t block) {
+    const int64_t n = block < bytes ? block : bytes;
+    std::memcpy(at(user, off), in, static_cast<size_t>(n));
+    in += n;
+    bytes -= n;
+    return bytes > 0;
+  };
+  if (bytes > 0) each_block(plan, copy);
+}
 
 void pack_host(const PackPlan& plan, int64_t count, const void* user, void* packed) {
   run<true>(plan, count, user, static_cast<char*>(packed));

@@ -10,5 +10,9 @@ namespace dtmpi::pack {
 
 void pack_host(const type::PackPlan& plan, int64_t count, const void* user, void* packed);
 void unpack_host(const type::PackPlan& plan, int64_t count, const void* packed, void* user);
+// Unpacks only the first `bytes` (less than plan.size) of one element's packed
+// stream into the element at `user`: what a message that ends inside an
+// element brings (MPI fills the received prefix of the typemap).
+void unpack_host_prefix(const type::PackPlan& plan, const void* packed, void* user, int64_t bytes);
 
 }  // namespace dtmpi::pack

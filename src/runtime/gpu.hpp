@@ -101,6 +101,19 @@ Status stage_out(const type::PackPlan& plan, int64_t count, const void* user, co
 Status stage_in(const type::PackPlan& plan, int64_t count, const Staging& staging, void* user,
                 const PointerInfo& ui, bool via_device);
 
+// --- Messages that end inside an element ------------------------------------
+// MPI allows a message shorter than the receive, also one that ends inside an
+// element: the received prefix of the typemap is filled, and MPI_Get_elements
+// counts its basic elements. These unpack the first `bytes` of a packed
+// stream: the whole elements as stage_in / gpu_unpack do, then the prefix of
+// the next one (CPU: pack::unpack_host_prefix; GPU memory: that byte range of
+// the element's packed stream, by the GPU packer). src/runtime/unpack_bytes.cpp.
+Status stage_in_bytes(const type::PackPlan& plan, int64_t bytes, const Staging& staging, void* user,
+                      const PointerInfo& ui, bool via_device);
+// `packed` in memory `pi`; `lane`: where work on it was queued before (waited for first).
+Status gpu_unpack_bytes(const type::PackPlan& plan, int64_t bytes, const void* packed, const PointerInfo& pi,
+                        void* user, const PointerInfo& ui, Lane lane = Lane::kSync);
+
 // --- Many pieces at once (the collectives) ---------------------------------
 
 // One piece of a collective's buffer: `count` elements of `plan` at `user`

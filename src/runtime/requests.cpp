@@ -59,11 +59,16 @@ namespace {
 
 // What a completed one-message receive brought: false if nothing to unpack
 // (cancelled, failed); else its bytes and the whole elements among them.
-bool landed(const PendingOp& op, const MPI_Status* st, int& bytes, int64_t& elements) {
+bool landed(const PendingOp& op, const MPI_Status* st, int64_t& bytes, int64_t& elements) {
   int cancelled = 0;
   PMPI_Test_cancelled(st, &cancelled);
   if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return false;
-  PMPI_Get_count(st, MPI_BYTE, &bytes);
+  MPI_Count n = 0;
+  PMPI_Get_elements_x(st, MPI_BYTE, &n);
+  bytes = n;
+  // more than the receive holds: truncated, whatever the call returned (Open
+  // MPI's MPI_Request_get_status returns success and the whole message's count)
+  if (bytes > int64_t{op.count} * op.plan->size) return false;
   elements = op.plan->size > 0 ? bytes / op.plan->size : 0;
   return true;
 }
@@ -71,32 +76,23 @@ bool landed(const PendingOp& op, const MPI_Status* st, int& bytes, int64_t& elem
 }  // namespace
 
 int finish_receive(PendingOp& op, MPI_Status* st) {
-  int bytes = 0;
-  int64_t elements = 0;
+  int64_t bytes = 0, elements = 0;
   if (!landed(op, st, bytes, elements)) return MPI_SUCCESS;
-  const int64_t size = op.plan->size;
-  if (size > 0 && bytes % size != 0) {
-    // a partial element: only whole elements are unpacked (the status still
-    // tells the exact byte count)
-    DTMPI_LOG(kWarn, "received %d bytes, not a whole number of %lld-byte elements: %lld unpacked", bytes,
-              static_cast<long long>(size), static_cast<long long>(elements));
-  }
   DTMPI_TRACE("recv: one message landed");
-  if (elements > 0 && op.device.ptr) {
+  // every byte that arrived is unpacked, also those of an element the message
+  // ends inside (MPI fills the received prefix of the typemap)
+  Status done = ok_status();
+  if (bytes > 0 && op.device.ptr) {
     PointerInfo di;
     di.kind = MemKind::kDevice;
     di.device = op.device.device;
-    auto stt = gpu_unpack(*op.plan, elements, op.device.ptr, di, op.user, op.user_info);
-    if (!stt) {
-      DTMPI_LOG(kError, "unpacking a received message failed: %s", stt.error().what.c_str());
-      return MPI_ERR_OTHER;
-    }
-  } else if (elements > 0) {
-    auto stt = stage_in(*op.plan, elements, op.staging, op.user, op.user_info, op.via_device);
-    if (!stt) {
-      DTMPI_LOG(kError, "unpacking a received message failed: %s", stt.error().what.c_str());
-      return MPI_ERR_OTHER;
-    }
+    done = gpu_unpack_bytes(*op.plan, bytes, op.device.ptr, di, op.user, op.user_info);
+  } else if (bytes > 0) {
+    done = stage_in_bytes(*op.plan, bytes, op.staging, op.user, op.user_info, op.via_device);
+  }
+  if (!done) {
+    DTMPI_LOG(kError, "unpacking a received message failed: %s", done.error().what.c_str());
+    return MPI_ERR_OTHER;
   }
   DTMPI_TRACE("recv: one message unpacked");
   return MPI_SUCCESS;
@@ -146,9 +142,9 @@ int64_t batchable_elements(const PendingOp& op, const MPI_Status* st) {
   if (op.kind != PendingOp::Kind::kRecv || op.device.ptr || op.via_device || !op.staging.pinned ||
       !on_gpu(op.user_info) || !op.plan || op.plan->size <= 0)
     return 0;
-  int bytes = 0;
-  int64_t elements = 0;
-  if (!landed(op, st, bytes, elements) || bytes % op.plan->size != 0) return 0;  // partial: finish_receive reports it
+  int64_t bytes = 0, elements = 0;
+  // a message that ends inside an element: finish_receive unpacks it alone
+  if (!landed(op, st, bytes, elements) || bytes % op.plan->size != 0) return 0;
   return elements;
 }
 

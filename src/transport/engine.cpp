@@ -6,10 +6,12 @@
 
 #include "base/log.hpp"
 #include "runtime/gpu.hpp"
+#include "runtime/status.hpp"
 
 namespace dtmpi::transport {
 
 std::atomic<int> g_active_ops{0};
+std::atomic<int> g_live_requests{0};
 
 namespace {
 
@@ -18,9 +20,9 @@ namespace {
 struct GrequestState {
   std::atomic<int> refs{2};
   Operation* op = nullptr;  // guarded by Engine::mu; null once finished
-  int source = MPI_ANY_SOURCE, tag = MPI_ANY_TAG, error = MPI_SUCCESS;
-  int64_t bytes = 0;
-  bool cancelled = false;
+  MPI_Request request = MPI_REQUEST_NULL;  // the application's handle
+  int error = MPI_SUCCESS;
+  MPI_Status status{};  // the operation's result (MPI_ERROR aside)
 };
 
 void unref(GrequestState* s) {
@@ -43,17 +45,19 @@ Engine& engine() {
   return *e;
 }
 
+// Failed operations whose status this thread's current Wait/Test call queried.
+thread_local std::vector<std::pair<MPI_Request, int>> t_failed;
+
 int query_fn(void* extra, MPI_Status* status) {
   auto* s = static_cast<GrequestState*>(extra);
-  status->MPI_SOURCE = s->source;
-  status->MPI_TAG = s->tag;
+  *status = s->status;
   status->MPI_ERROR = s->error;
-  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(s->bytes));
-  PMPI_Status_set_cancelled(status, s->cancelled ? 1 : 0);
+  if (s->error != MPI_SUCCESS) t_failed.emplace_back(s->request, s->error);
   return s->error;
 }
 
 int free_fn(void* extra) {
+  g_live_requests.fetch_sub(1, std::memory_order_relaxed);
   unref(static_cast<GrequestState*>(extra));
   return MPI_SUCCESS;
 }
@@ -68,15 +72,32 @@ int cancel_fn(void* extra, int complete) {
 
 thread_local bool t_in_progress = false;
 
+// The status of op's result, MPI_ERROR left as `into` had it.
+void result_status(const Operation& op, MPI_Status& into) {
+  const int keep = into.MPI_ERROR;
+  if (op.has_status) {
+    into = op.status;
+  } else {
+    into.MPI_SOURCE = op.source;
+    into.MPI_TAG = op.tag;
+    runtime::set_bytes(&into, op.bytes);
+    PMPI_Status_set_cancelled(&into, op.cancelled ? 1 : 0);
+  }
+  into.MPI_ERROR = keep;
+}
+
 }  // namespace
 
+void begin_completions() { t_failed.clear(); }
+bool any_completed_errors() { return !t_failed.empty(); }
+int completed_error(MPI_Request request) {
+  for (const auto& [r, e] : t_failed)
+    if (r == request) return e;
+  return MPI_SUCCESS;
+}
+
 void fill_status(const Operation& op, MPI_Status* status) {
-  if (status == MPI_STATUS_IGNORE) return;
-  status->MPI_SOURCE = op.source;
-  status->MPI_TAG = op.tag;
-  status->MPI_ERROR = op.error;
-  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(op.bytes));
-  PMPI_Status_set_cancelled(status, op.cancelled ? 1 : 0);
+  if (status != MPI_STATUS_IGNORE) result_status(op, *status);
 }
 
 // Steps every operation on every call, background ones included: the call at
@@ -99,11 +120,8 @@ void progress() {
     }
     if (en.state) {
       GrequestState* s = en.state;
-      s->source = en.op->source;
-      s->tag = en.op->tag;
+      result_status(*en.op, s->status);
       s->error = en.op->error;
-      s->bytes = en.op->bytes;
-      s->cancelled = en.op->cancelled;
       s->op = nullptr;
       PMPI_Grequest_complete(en.request);
       unref(s);
@@ -126,6 +144,8 @@ int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
   auto* state = new GrequestState;
   state->op = op.get();
   int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, state, request);
+  state->request = *request;
+  if (rc == MPI_SUCCESS) g_live_requests.fetch_add(1, std::memory_order_relaxed);
   if (rc != MPI_SUCCESS) {
     // its system requests are posted and its buffers in use: it runs to its
     // end unobserved rather than being torn down under them

@@ -30,6 +30,12 @@ class Operation {
   int64_t bytes = 0;
   int error = MPI_SUCCESS;
   bool cancelled = false;
+  // A receive's status as the system MPI gave it (`has_status`): source, tag,
+  // count and cancelled flag are reported from it as the system MPI left them
+  // (MPICH leaves some undefined ones stale), with the count of the whole
+  // transfer where a descriptor drove the rest (runtime/status.hpp).
+  MPI_Status status{};
+  bool has_status = false;
   // The system MPI already passed `error` to the communicator's error handler.
   bool error_reported = false;
 };
@@ -37,6 +43,10 @@ class Operation {
 extern std::atomic<int> g_active_ops;
 // True while any operation is in flight: progress is due.
 inline bool busy() { return g_active_ops.load(std::memory_order_relaxed) != 0; }
+// Generalized requests of dtmpi's the system MPI still holds (finished or
+// not): their completions need the interposed Wait/Test calls' care.
+extern std::atomic<int> g_live_requests;
+inline bool requests_live() { return g_live_requests.load(std::memory_order_relaxed) != 0; }
 
 // Advances every operation once (never blocks, never recurses).
 void progress();
@@ -50,10 +60,22 @@ void start_background(std::unique_ptr<Operation> op);
 // completed when the operation finishes. Returns an MPI error code (then the
 // operation, whose system requests may be posted, still runs to its end).
 int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request);
+// The errors of operations behind generalized requests, as the system MPI's
+// Wait/Test calls of this thread learn them (its query callback): MPICH reports
+// a generalized request that failed as MPI_ERR_OTHER whatever the operation's
+// error, so the interposed calls put back the operation's own
+// (MPI_ERR_TRUNCATE...). begin_completions() before each such system call
+// forgets the last call's.
+void begin_completions();
+bool any_completed_errors();
+// The error the operation behind `request` ended with, if the last system call
+// of this thread completed it in error; else MPI_SUCCESS.
+int completed_error(MPI_Request request);
 // Drives `op` (and everything else) to completion: blocking calls. Writes
 // `status` unless MPI_STATUS_IGNORE; returns op's error.
 int run(Operation& op, MPI_Status* status);
-// Writes op's result into `status`.
+// Writes op's result into `status`, MPI_ERROR aside: a blocking call leaves
+// it alone, as the system MPI's MPI_Recv does.
 void fill_status(const Operation& op, MPI_Status* status);
 // At MPI_Finalize: finishes everything still in flight.
 void drain();

@@ -9,6 +9,7 @@
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
 #include "runtime/stats.hpp"
+#include "runtime/status.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
 #include "type/introspect.hpp"
@@ -38,7 +39,7 @@ int ReceiveOp::post(int source, int tag) {
 }
 
 int ReceiveOp::receive_blocking(int source, int tag) {
-  MPI_Status st;
+  MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
   int rc;
   if (staged_) {
     auto s = rt::acquire_staging(static_cast<size_t>(b_.bytes));
@@ -57,9 +58,18 @@ int ReceiveOp::receive_blocking(int source, int tag) {
 void ReceiveOp::from_stash(Stashed& e) {
   source = e.source;
   tag = e.tag;
+  status = rt::seeded(MPI_STATUS_IGNORE);
+  status.MPI_SOURCE = source;
+  status.MPI_TAG = tag;
+  PMPI_Status_set_cancelled(&status, 0);
+  has_status = true;
   if (e.is_descriptor) return begin_multi(e.descriptor);
   bytes = static_cast<int64_t>(e.raw.size());
-  if (bytes > b_.bytes) return fail(MPI_ERR_TRUNCATE);
+  if (bytes > b_.bytes) {
+    rt::set_bytes(&status, rt::truncated_count(bytes, b_.bytes));
+    return fail(MPI_ERR_TRUNCATE);
+  }
+  rt::set_bytes(&status, bytes);
   deliver_packed(e.raw.data(), bytes);
   state_ = State::kDone;
 }
@@ -108,35 +118,52 @@ bool ReceiveOp::read_descriptor(int received, const MPI_Status& st, Descriptor& 
   return true;
 }
 
-// Unpacks `bytes` packed bytes held in host memory into the user's buffer
-// (whole elements; a partial element is reported).
+// Unpacks `bytes` packed bytes held in host memory into the user's buffer,
+// also those of an element the message ends inside (MPI fills the received
+// prefix of the typemap).
 void ReceiveOp::deliver_packed(const void* packed, int64_t nbytes) {
-  const int64_t size = b_.bytes / std::max(b_.count, 1);
-  const int64_t elements = size > 0 ? nbytes / size : 0;
-  if (size > 0 && nbytes % size != 0)
-    DTMPI_LOG(kWarn, "received %lld bytes, not a whole number of %lld-byte elements", static_cast<long long>(nbytes),
-              static_cast<long long>(size));
-  if (elements == 0) return;
+  if (nbytes <= 0 || nbytes > b_.bytes) return;  // nothing, or truncated (reported elsewhere)
   if (b_.plan) {
     rt::Staging view;
     view.ptr = const_cast<void*>(packed);
     view.pinned = (packed == landing_.ptr && landing_.pinned) || (packed == payload_.ptr && payload_.pinned);
-    auto ok = rt::stage_in(*b_.plan, elements, view, b_.ptr, b_.info, true);
+    auto ok = rt::stage_in_bytes(*b_.plan, nbytes, view, b_.ptr, b_.info, true);
     if (!ok) {
       DTMPI_LOG(kError, "unpacking a received message failed: %s", ok.error().what.c_str());
       error = MPI_ERR_OTHER;
     }
     return;
   }
+  if (int rc = unpack_with_type(packed, nbytes); rc != MPI_SUCCESS) error = rc;
+}
+
+// deliver_packed for a type dtmpi has no plan for: the system MPI unpacks the
+// whole elements; an element the message ends inside is packed as it is,
+// overwritten with the bytes that arrived and unpacked again.
+int ReceiveOp::unpack_with_type(const void* packed, int64_t nbytes) {
+  const int64_t size = b_.bytes / std::max(b_.count, 1);
+  if (size <= 0) return MPI_SUCCESS;
+  const int whole = static_cast<int>(nbytes / size), rem = static_cast<int>(nbytes % size);
   int pos = 0;
-  int rc = PMPI_Unpack(packed, static_cast<int>(nbytes), &pos, b_.ptr, static_cast<int>(elements), b_.type, comm_);
-  if (rc != MPI_SUCCESS) error = rc;
+  int rc = PMPI_Unpack(packed, static_cast<int>(nbytes), &pos, b_.ptr, whole, b_.type, comm_);
+  if (rc != MPI_SUCCESS || rem == 0) return rc;
+  MPI_Aint lb = 0, extent = 0;
+  if (rc = PMPI_Type_get_extent(b_.type, &lb, &extent); rc != MPI_SUCCESS) return rc;
+  void* last = static_cast<char*>(b_.ptr) + whole * extent;
+  std::vector<unsigned char> elem(static_cast<size_t>(size));
+  pos = 0;
+  if (rc = PMPI_Pack(last, 1, b_.type, elem.data(), static_cast<int>(size), &pos, comm_); rc != MPI_SUCCESS) return rc;
+  std::memcpy(elem.data(), static_cast<const char*>(packed) + int64_t{whole} * size, static_cast<size_t>(rem));
+  pos = 0;
+  return PMPI_Unpack(elem.data(), static_cast<int>(size), &pos, last, 1, b_.type, comm_);
 }
 
 void ReceiveOp::landed(MPI_Status& st) {
   DTMPI_TRACE("recv: landed");
   source = st.MPI_SOURCE;
   tag = st.MPI_TAG;
+  status = st;  // as the system MPI reports it (a truncated one too)
+  has_status = true;
   int c = 0;
   PMPI_Test_cancelled(&st, &c);
   if (c) {
@@ -148,11 +175,11 @@ void ReceiveOp::landed(MPI_Status& st) {
     error_reported = true;
     return fail(st.MPI_ERROR);
   }
-  int received = 0;
-  PMPI_Get_count(&st, MPI_BYTE, &received);
+  MPI_Count received = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &received);
   bytes = received;
   Descriptor d;
-  if (read_descriptor(received, st, d)) return begin_multi(d);
+  if (received == kDescriptorBytes && read_descriptor(kDescriptorBytes, st, d)) return begin_multi(d);
   if (staged_) deliver_packed(landing_.ptr, received);
   state_ = State::kDone;
 }
@@ -167,7 +194,8 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
   bytes = d.total_bytes;
   rt::count(rt::Counter::kMultiRecvs);
   if (d.total_bytes > b_.bytes) {  // longer than the receive: MPI_ERR_TRUNCATE, drain the sender
-    bytes = b_.bytes;
+    bytes = rt::truncated_count(d.total_bytes, b_.bytes);
+    rt::set_bytes(&status, bytes);
     pending_error_ = MPI_ERR_TRUNCATE;
     if (d.wire == Wire::kPipelined) {
       auto st = rt::acquire_staging(static_cast<size_t>(std::min(d.chunk_bytes, d.total_bytes)));
@@ -182,6 +210,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     state_ = State::kAck;
     return;
   }
+  rt::set_bytes(&status, d.total_bytes);  // the transfer's, not the descriptor's
   // where the packed stream lands in host memory: the landing buffer when it
   // is one of ours (it holds the receive bound), else a new one
   if (d.wire != Wire::kIpc) {
@@ -292,13 +321,14 @@ bool ReceiveOp::read_over_ipc() {
   rt::PointerInfo pi;
   pi.kind = rt::MemKind::kDevice;
   pi.device = device;
-  const int64_t elements = d_.total_bytes / b_.plan->size;
   rt::count(rt::Counter::kIpcReads);
   if (rt::on_gpu(b_.info)) {
     // queued, not waited for: the next messages' work queues behind it while
-    // step() watches its marker (the sender's buffer is released at the ack)
+    // step() watches its marker (the sender's buffer is released at the ack);
+    // the whole packed stream, also an element it ends inside
     DTMPI_TRACE("recv: unpack launching");
-    auto m = rt::unpack_async(*b_.plan, elements, peer.value(), b_.ptr, b_.info, gate);
+    auto m = rt::unpack_async(*b_.plan, elements_touched(), peer.value(), b_.ptr, b_.info, gate,
+                              type::PackedRange{0, d_.total_bytes});
     if (!m) {
       DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", m.error().what.c_str());
       error = MPI_ERR_OTHER;
@@ -308,7 +338,8 @@ bool ReceiveOp::read_over_ipc() {
     DTMPI_TRACE("recv: unpack queued");
     return true;
   }
-  auto ok = rt::gpu_unpack(*b_.plan, elements, peer.value(), pi, b_.ptr, b_.info, rt::Lane::kReceive);  // after the wait
+  auto ok = rt::gpu_unpack_bytes(*b_.plan, d_.total_bytes, peer.value(), pi, b_.ptr, b_.info,
+                                 rt::Lane::kReceive);  // after the wait
   if (!ok) {
     DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
@@ -323,7 +354,7 @@ bool ReceiveOp::read_over_ipc() {
 bool ReceiveOp::read_chunks(const void* packed, bool local) {
   int64_t ends[kMaxChunks];
   if (d_.ready.kind != rt::IpcSignal::Kind::kCounter || chunk_ends(d_.total_bytes, ends) != d_.chunks) return false;
-  const int64_t elements = d_.total_bytes / b_.plan->size;
+  const int64_t elements = elements_touched();
   for (int k = 0; k < d_.chunks; ++k) {
     rt::IpcSignal value = d_.ready;
     value.value = d_.ready.value + static_cast<uint64_t>(k);
@@ -375,9 +406,8 @@ bool ReceiveOp::step_chunks() {
   rt::PointerInfo di;
   di.kind = rt::MemKind::kDevice;
   di.device = device_.device;
-  const int64_t elements = d_.total_bytes / b_.plan->size;
   // on the transfer stream: after the copies
-  auto ok = rt::gpu_unpack(*b_.plan, elements, device_.ptr, di, b_.ptr, b_.info, rt::Lane::kTransfer);
+  auto ok = rt::gpu_unpack_bytes(*b_.plan, d_.total_bytes, device_.ptr, di, b_.ptr, b_.info, rt::Lane::kTransfer);
   if (!ok) {
     DTMPI_LOG(kError, "unpacking a pipelined message failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
@@ -389,15 +419,15 @@ bool ReceiveOp::step() {
   int flag = 0;
   switch (state_) {
     case State::kLanding: {
-      MPI_Status st;
+      MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
       int rc = PMPI_Test(&landing_req_, &flag, &st);
-      if (rc != MPI_SUCCESS) {
+      if (rc != MPI_SUCCESS && !flag) {
         error_reported = true;
         fail(rc);
         return true;
       }
       if (!flag) return false;
-      st.MPI_ERROR = MPI_SUCCESS;
+      st.MPI_ERROR = rc;  // a failed receive (truncated) still reports its source, tag and count
       landed(st);
       return step();
     }

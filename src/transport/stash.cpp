@@ -20,13 +20,19 @@ bool matches(const Stashed& e, MPI_Comm comm, int source, int tag) {
 
 }  // namespace
 
-void status_of(const Stashed& e, MPI_Status* status) {
+void status_of(const Stashed& e, MPI_Status* status, runtime::ErrorWrites call) {
   if (status == MPI_STATUS_IGNORE) return;
   status->MPI_SOURCE = e.source;
   status->MPI_TAG = e.tag;
-  status->MPI_ERROR = MPI_SUCCESS;
-  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(e.bytes()));
+  if (runtime::writes_error(call)) status->MPI_ERROR = MPI_SUCCESS;
+  runtime::set_bytes(status, e.bytes());
   PMPI_Status_set_cancelled(status, 0);
+}
+
+void probed_status_of(const Stashed& e, const MPI_Status& seen, MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  runtime::give_back(seen, status);
+  runtime::set_bytes(status, e.bytes());
 }
 
 int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& e) {
@@ -64,17 +70,18 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
     for (const auto& e : g_entries) {
       if (!matches(e, comm, source, tag)) continue;
       *flag = 1;
-      status_of(e, status);
+      status_of(e, status, runtime::ErrorWrites::kIprobe);
       return MPI_SUCCESS;
     }
   }
-  MPI_Status st;
+  MPI_Status st = runtime::seeded(status);  // fields the probe leaves alone stay the application's
   int rc = PMPI_Iprobe(source, tag, comm, flag, &st);
-  if (rc != MPI_SUCCESS || !*flag) return rc;
-  int bytes = 0;
-  PMPI_Get_count(&st, MPI_BYTE, &bytes);
-  if (bytes != kDescriptorBytes || !descriptors_possible()) {
-    if (status != MPI_STATUS_IGNORE) *status = st;
+  if (rc == MPI_SUCCESS && *flag && st.MPI_SOURCE != MPI_PROC_NULL)
+    runtime::observe_error_write(runtime::ErrorWrites::kIprobe, st);
+  MPI_Count bytes = 0;
+  if (rc == MPI_SUCCESS && *flag) PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  if (rc != MPI_SUCCESS || !*flag || bytes != kDescriptorBytes || !descriptors_possible()) {
+    runtime::give_back(st, status);
     return rc;
   }
   // Take the probed message (the first from its source with its tag) and
@@ -87,7 +94,7 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   if (rc != MPI_SUCCESS || !*flag) return rc;
   Stashed e;
   if (rc = read_matched(&msg, comm, mst, e); rc != MPI_SUCCESS) return rc;
-  status_of(e, status);
+  probed_status_of(e, st, status);
   std::lock_guard lock(g_mu);
   g_entries.push_back(std::move(e));
   g_stashed.fetch_add(1, std::memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/status.hpp"
 #include "transport/descriptor.hpp"
 
 namespace dtmpi::transport {
@@ -37,7 +38,12 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
 // Receives the matched message `msg` (status `st` from its probe) on `comm`
 // and tells whether it is a descriptor (only one of kDescriptorBytes may be).
 int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& out);
-// The status a probe reports for `e` (its real size).
-void status_of(const Stashed& e, MPI_Status* status);
+// The status a probe reports for `e` (its real size), over the application's
+// `status`; MPI_ERROR written where the system MPI's probe of that kind
+// writes it (`call`: runtime/status.hpp).
+void status_of(const Stashed& e, MPI_Status* status, runtime::ErrorWrites call);
+// The status the system MPI's probe gave (`seen`, seeded from the
+// application's) with the real size of `e`.
+void probed_status_of(const Stashed& e, const MPI_Status& seen, MPI_Status* status);
 
 }  // namespace dtmpi::transport

@@ -113,6 +113,11 @@ class ReceiveOp final : public Operation {
   void begin_multi(const Descriptor& d);
   bool read_descriptor(int bytes_received, const MPI_Status& st, Descriptor& d);
   void deliver_packed(const void* packed_host, int64_t bytes);
+  int unpack_with_type(const void* packed_host, int64_t bytes);
+  // The elements a descriptor's transfer touches (the last one maybe in part).
+  int64_t elements_touched() const {
+    return b_.plan->size > 0 ? (d_.total_bytes + b_.plan->size - 1) / b_.plan->size : 0;
+  }
   void fail(int code);
   bool step_chunks();
   bool read_over_ipc();
