@@ -1,19 +1,15 @@
-// Datatype lifetime: plans are built at commit and dropped at free.
+// Datatype lifetime: committed types are noted at commit (their plans are
+// built at first use) and dropped at free.
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/real_mpi.hpp"
-#include "runtime/stats.hpp"
 #include "type/registry.hpp"
 
 namespace rt = dtmpi::runtime;
 
 DTMPI_EXPORT int MPI_Type_commit(MPI_Datatype* type) {
   int rc = REAL(MPI_Type_commit)(type);
-  if (rc != MPI_SUCCESS || !rt::active()) return rc;
-  if (dtmpi::type::commit_plan(*type))
-    rt::count(rt::Counter::kTypesPlanned);
-  else
-    rt::count(rt::Counter::kTypesUnplanned);
+  if (rc == MPI_SUCCESS && rt::active()) dtmpi::type::note_commit(*type);
   return rc;
 }
 

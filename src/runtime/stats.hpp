@@ -8,8 +8,6 @@
 namespace dtmpi::runtime {
 
 enum class Counter : int {
-  kTypesPlanned,    // commits that produced a plan
-  kTypesUnplanned,  // commits left to the system MPI
   kPacks,           // MPI_Pack served by dtmpi
   kUnpacks,         // MPI_Unpack served by dtmpi
   kGpuPacks,        // MPI_Pack/MPI_Unpack with a GPU buffer served by dtmpi ...

@@ -1,11 +1,13 @@
-// The plan cache: MPI datatype handle -> PackPlan, filled at MPI_Type_commit and
-// emptied when the type is freed. Freeing is observed twice: by the interposed
-// MPI_Type_free and by an attribute delete callback, so types freed through
-// paths we do not interpose (Fortran bindings, MPI_Finalize) never leave a
-// stale plan behind a reused handle.
+// The plan cache: MPI datatype handle -> PackPlan. A committed type is noted at
+// MPI_Type_commit and its plan built by the first lookup (see registry.cpp for
+// why not at commit); the entry is emptied when the type is freed. Freeing is
+// observed twice: by the interposed MPI_Type_free and by an attribute delete
+// callback, so types freed through paths we do not interpose (Fortran
+// bindings, MPI_Finalize) never leave a stale plan behind a reused handle.
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "type/plan.hpp"
@@ -14,14 +16,19 @@ namespace dtmpi::type {
 
 using PlanPtr = std::shared_ptr<const PackPlan>;
 
-// Builds and caches the plan of a committed type. Returns null (and caches
-// nothing) when the engine cannot plan it: callers then use the system MPI.
+// Records that `t` was committed (cheap: no MPI introspection); its plan is
+// built on the first lookup.
+void note_commit(MPI_Datatype t);
+// note_commit and the plan built now (tools that want it at once). Null when
+// the engine cannot plan the type: callers then use the system MPI.
 PlanPtr commit_plan(MPI_Datatype t);
-// The cached plan, or null; the pointer stays valid for the calling thread
-// until its next lookup (a thread-local cache holds a reference). The hot-path
-// cost is a thread-local compare and one load of a generation counter.
+// The plan of a committed type, or null (a predefined, uncommitted or
+// unplannable type); built here on the type's first lookup. The pointer stays
+// valid for the calling thread until its next lookup (a thread-local cache
+// holds a reference). The hot-path cost is a thread-local compare and one load
+// of a generation counter.
 const PackPlan* find_plan(MPI_Datatype t);
-// The cached plan as a reference the caller can keep (for asynchronous work).
+// The plan as a reference the caller can keep (for asynchronous work).
 PlanPtr find_plan_shared(MPI_Datatype t);
 // find_plan_shared, and for predefined types (never committed, never freed) a
 // plan built and cached on first use. Only for calls that need a plan (GPU
@@ -30,7 +37,16 @@ PlanPtr plan_for(MPI_Datatype t);
 // Gives `dup` the plan of `orig` (MPI_Type_dup of a committed type is committed).
 void share_plan(MPI_Datatype orig, MPI_Datatype dup);
 void forget_plan(MPI_Datatype t);
+// MPI_Type_free calls forget_plan before the system MPI frees the handle
+// (interpose/type.cpp: the handle may be reused at once by another thread).
 void forget_all_plans();
 size_t cached_plan_count();
+
+// Committed types whose plans were built, and those left to the system MPI
+// (types never looked up are in neither).
+struct PlanCounts {
+  uint64_t planned, unplanned;
+};
+PlanCounts plan_counts();
 
 }  // namespace dtmpi::type

@@ -1,5 +1,6 @@
-// MPI datatype -> TypeIR -> PackPlan. The only part of the engine that talks to
-// MPI, and only through introspection (PMPI_Type_get_envelope/_contents/extent),
+// MPI datatype -> TypeIR -> PackPlan. With type/introspect and the registry,
+// the only part of the engine that talks to MPI, and only through
+// introspection (envelope/contents through type/introspect, sizes, extents),
 // so interposed MPI_* entry points are never re-entered.
 #pragma once
 #include <mpi.h>

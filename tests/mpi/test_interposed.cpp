@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dlfcn.h>
@@ -116,6 +117,115 @@ TEST(Interposer, DupSharesThePlanAndFreeForgetsIt) {
   EXPECT_EQ(out[0], 0);
   EXPECT_EQ(out[3], 9);
   MPI_Type_free(&d);
+}
+
+// Committing costs no translation (bench/results/commit-cost-*): the plan is
+// built by the first call that needs it, from the handle that call passes --
+// here a duplicate whose original is already freed -- and only once.
+TEST(Interposer, PlansAreBuiltAtFirstUse) {
+  auto stats = dtmpi_api<const char* (*)()>("dtmpi_stats");
+  ASSERT_NE(stats, nullptr);
+  auto planned = [&] {
+    const std::string s = stats();
+    return std::strtoull(s.c_str() + s.find("types planned ") + std::strlen("types planned "), nullptr, 10);
+  };
+  MPI_Datatype v, d;
+  MPI_Type_vector(5, 1, 3, MPI_INT, &v);
+  const auto before = planned();
+  MPI_Type_commit(&v);
+  EXPECT_EQ(planned(), before);
+  MPI_Type_dup(v, &d);
+  MPI_Type_free(&v);
+  int src[15];
+  std::iota(src, src + 15, 0);
+  for (int round = 0; round < 2; ++round) {
+    int out[5] = {}, pos = 0;
+    ASSERT_EQ(MPI_Pack(src, 1, d, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(pos, 20);
+    EXPECT_EQ(out[4], 12);
+    EXPECT_EQ(planned(), before + 1);
+  }
+  // a duplicate of a type with a plan shares it
+  MPI_Datatype d2;
+  MPI_Type_dup(d, &d2);
+  MPI_Type_free(&d);
+  int out[5] = {}, pos = 0;
+  ASSERT_EQ(MPI_Pack(src, 1, d2, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(out[3], 9);
+  EXPECT_EQ(planned(), before + 1);
+  MPI_Type_free(&d2);
+}
+
+// Plans built at first use by several threads at once (run with
+// DTMPI_TEST_THREADS=1): each type is built once and every thread gets its bytes.
+TEST(Interposer, FirstUseFromManyThreadsAtOnce) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "not initialized with MPI_THREAD_MULTIPLE";
+  auto stats = dtmpi_api<const char* (*)()>("dtmpi_stats");
+  ASSERT_NE(stats, nullptr);
+  auto planned = [&] {
+    const std::string s = stats();
+    return std::strtoull(s.c_str() + s.find("types planned ") + std::strlen("types planned "), nullptr, 10);
+  };
+  constexpr int kTypes = 40, kThreads = 4;
+  std::vector<MPI_Datatype> types(kTypes);
+  for (int i = 0; i < kTypes; ++i) {
+    MPI_Type_vector(3 + i % 5, 1 + i % 3, 7 + i % 4, MPI_INT, &types[static_cast<size_t>(i)]);
+    MPI_Type_commit(&types[static_cast<size_t>(i)]);
+  }
+  const auto before = planned();
+  std::vector<int> src(256);
+  std::iota(src.begin(), src.end(), 0);
+  std::vector<int> bad(kThreads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int k = 0; k < kTypes; ++k) {
+        const MPI_Datatype ty = types[static_cast<size_t>((k * (t + 1)) % kTypes)];
+        int out[64], ref[64], p1 = 0, p2 = 0;
+        MPI_Pack(src.data(), 1, ty, out, sizeof out, &p1, MPI_COMM_SELF);
+        PMPI_Pack(src.data(), 1, ty, ref, sizeof ref, &p2, MPI_COMM_SELF);
+        if (p1 != p2 || std::memcmp(out, ref, static_cast<size_t>(p1)) != 0) ++bad[static_cast<size_t>(t)];
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(bad[static_cast<size_t>(t)], 0) << "thread " << t;
+  EXPECT_EQ(planned(), before + kTypes);
+  for (auto& t : types) MPI_Type_free(&t);
+}
+
+// Types freed where dtmpi does not see it (PMPI_Type_free stands for the
+// Fortran bindings), used or never used, then their handles reused by other
+// types committed with or without dtmpi: the bytes are always the new type's.
+TEST(Interposer, TypesFreedBehindDtmpisBackLeaveNoStalePlan) {
+  std::vector<double> src(64);
+  std::iota(src.begin(), src.end(), 0.0);
+  for (int used = 0; used < 2; ++used) {
+    for (int seen = 0; seen < 2; ++seen) {
+      MPI_Datatype a, b;
+      MPI_Type_vector(4, 1, 5, MPI_DOUBLE, &a);
+      MPI_Type_commit(&a);
+      double out[16], ref[16];
+      int pos = 0;
+      if (used) {
+        ASSERT_EQ(MPI_Pack(src.data(), 1, a, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_SUCCESS);
+      }
+      PMPI_Type_free(&a);
+      MPI_Type_vector(2, 3, 7, MPI_DOUBLE, &b);  // often a's handle again
+      if (seen)
+        MPI_Type_commit(&b);
+      else
+        PMPI_Type_commit(&b);
+      int p1 = 0, p2 = 0;
+      ASSERT_EQ(MPI_Pack(src.data(), 1, b, out, sizeof out, &p1, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(PMPI_Pack(src.data(), 1, b, ref, sizeof ref, &p2, MPI_COMM_WORLD), MPI_SUCCESS);
+      ASSERT_EQ(p1, p2);
+      EXPECT_EQ(std::memcmp(out, ref, static_cast<size_t>(p1)), 0) << "used " << used << " seen " << seen;
+      MPI_Type_free(&b);
+    }
+  }
 }
 
 // Ring exchange: send with one type, receive with another of the same signature.

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/pack_check.hpp"
@@ -180,6 +181,41 @@ TEST(Translate, DarrayBlockAndCyclic) {
       expect_like_mpi(o.t);
     }
   }
+}
+
+// Cyclic dimensions are described as groups of runs (whole runs at one step,
+// then a shorter last run): every distribution, partial last runs, ranks that
+// own nothing, resized elements.
+TEST(Translate, DarrayEveryDistributionAndRank) {
+  const int B = MPI_DISTRIBUTE_BLOCK, C = MPI_DISTRIBUTE_CYCLIC, N = MPI_DISTRIBUTE_NONE, D = MPI_DISTRIBUTE_DFLT_DARG;
+  struct Dim {
+    int dist, darg;
+  };
+  const Dim dims[] = {{B, D}, {B, 3}, {C, D}, {C, 2}, {C, 3}, {N, D}};
+  MPI_Datatype wide;
+  MPI_Type_create_resized(MPI_SHORT, 0, 6, &wide);
+  int cases = 0;
+  for (const Dim& a : dims) {
+    for (const Dim& b : dims) {
+      int g[3] = {5, 11, 7}, dist[3] = {a.dist, b.dist, C}, darg[3] = {a.darg, b.darg, 4};
+      int ps[3] = {a.dist == N ? 1 : 4, b.dist == N ? 1 : 2, 2};
+      if ((a.dist == B && a.darg == 3 && 3 * ps[0] < g[0]) || (b.dist == B && b.darg == 3 && 3 * ps[1] < g[1]))
+        continue;  // a block size too small to cover the dimension: erroneous
+      const int procs = ps[0] * ps[1] * ps[2];
+      for (int order : {MPI_ORDER_C, MPI_ORDER_FORTRAN}) {
+        for (int rank = 0; rank < procs; ++rank) {
+          MPI_Datatype t;
+          MPI_Type_create_darray(procs, rank, 3, g, dist, darg, ps, order, rank % 2 ? wide : MPI_INT, &t);
+          Owned o(t);
+          SCOPED_TRACE("case " + std::to_string(cases) + " rank " + std::to_string(rank));
+          expect_like_mpi(o.t);
+        }
+        ++cases;
+      }
+    }
+  }
+  MPI_Type_free(&wide);
+  EXPECT_GT(cases, 40);
 }
 
 TEST(Translate, HaloFaceIsThreeDimensional) {
