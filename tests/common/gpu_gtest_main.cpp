@@ -3,20 +3,15 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "common/mpi_init.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
 #include "runtime/gpu.hpp"
 
 int main(int argc, char** argv) {
-  // DTMPI_TEST_THREADS=1: MPI_THREAD_MULTIPLE, as in mpi_gtest_main
-  const char* threads = std::getenv("DTMPI_TEST_THREADS");
-  if (threads && threads[0] == '1') {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  } else {
-    MPI_Init(&argc, &argv);
-  }
+  dtmpi::testing::init_mpi(&argc, &argv);
   if (!dtmpi::runtime::gpu_enabled()) {
     std::printf("no usable GPU (no driver, no device, or DTMPI_CUDA=off): GPU tests skipped\n");
     MPI_Finalize();

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "common/mpi_init.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,15 +41,7 @@ long long staging_outstanding() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // DTMPI_TEST_THREADS=1: initialize for MPI_THREAD_MULTIPLE (tests that use
-  // threads skip themselves when the system MPI does not provide it)
-  const char* threads = std::getenv("DTMPI_TEST_THREADS");
-  if (threads && threads[0] == '1') {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  } else {
-    MPI_Init(&argc, &argv);
-  }
+  dtmpi::testing::init_mpi(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
