@@ -63,7 +63,7 @@ def main():
         parser.error(f"no demo outputs in {args.dir}")
     runs = {v: [read(os.path.join(args.dir, f"{v}.{r}")) for r in rounds] for v in ("plain", "with")}
     head = runs["plain"][0]["comments"]
-    mpi = next((c[4:] for c in head if c.startswith("mpi ")), "the system MPI")
+    mpi = " ".join(next((c[4:] for c in head if c.startswith("mpi ")), "the system MPI").split())
     grid = next((c for c in head if c.startswith("grid ")), "")
     cases = [c for c in WHAT if c in runs["plain"][0]["samples"]]
     ok = True
