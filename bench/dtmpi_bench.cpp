@@ -78,9 +78,9 @@ void usage(FILE* f) {
                "\n"
                "subcommands:\n");
   for (const auto& c : kCommands) {
-    std::fprintf(f, "\n  %s    (%s)\n", c.name, c.launch);
+    std::fprintf(f, "\n  %-10s %s%s\n", c.name, c.launch, c.options.empty() ? "" : " [options]");
     dtmpi::tools::print_options(f, {{"", nullptr, c.what}});
-    dtmpi::tools::print_options(f, c.options);
+    dtmpi::tools::print_options(f, c.options, 6);
   }
   std::fprintf(f, "\nExample: mpiexec -n 2 dtmpi-bench halo --size 32 --iters 5\n");
 }

@@ -29,11 +29,12 @@ inline int launcher_rank() {
   return 0;
 }
 
-// One option a line (its help wrapped at 100 columns, continued under itself).
-inline void print_options(FILE* f, const std::vector<Option>& options) {
+// One option a line, `indent` spaces in (its help wrapped at 100 columns,
+// continued under itself).
+inline void print_options(FILE* f, const std::vector<Option>& options, size_t indent = 2) {
   constexpr size_t kLeft = 24, kWidth = 100 - kLeft - 1;
   for (const auto& o : options) {
-    const std::string left = std::string("  ") + o.name + (o.value ? std::string(" ") + o.value : "");
+    const std::string left = std::string(indent, ' ') + o.name + (o.value ? std::string(" ") + o.value : "");
     std::fprintf(f, "%-*s", static_cast<int>(kLeft), left.c_str());
     if (left.size() >= kLeft) std::fprintf(f, "\n%-*s", static_cast<int>(kLeft), "");
     std::string help = o.help;
