@@ -34,7 +34,9 @@ done
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 echo "building dtmpi against $mpi (build-$mpi/, a few minutes the first time) ..."
-scripts/build.sh "$mpi" >/dev/null
+log=$(mktemp)
+scripts/build.sh "$mpi" >"$log" 2>&1 || { tail -40 "$log"; echo "demo.sh: the build failed (log: $log)" >&2; exit 1; }
+rm -f "$log"
 b=build-$mpi
 gpu=()
 [ -x "$b/demo/dtmpi-demo-gpu" ] && gpu=(--gpu "$b/demo/dtmpi-demo-gpu")
