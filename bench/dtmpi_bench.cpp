@@ -1,27 +1,19 @@
-// dtmpi-bench: benchmarks printed side by side with their baselines.
-//   dtmpi-bench pack [--quick] [--filter S]   CPU MPI_Pack: system MPI vs dtmpi vs memcpy
-//   dtmpi-bench pack --gpu [--quick] [--csv F] GPU MPI_Pack vs per-block/2D copies vs one copy
-//   dtmpi-bench latency             8-byte ping-pong through dtmpi vs direct (2 ranks)
-//   dtmpi-bench commit [--quick] [--filter S]  create+commit+free of darray/subarray/struct types:
-//                                   system MPI_Type_commit vs dtmpi's (and with the first plan lookup)
-//   dtmpi-bench halo [--gpu] [--size N] [--radius R] [--quantities Q] [--pitch B] [--iters K] [--csv F]
-//                                   3D halo exchange (26 neighbours, subarray types): isend / alltoallv /
-//                                   alltoallw variants, system MPI vs dtmpi vs the packed-bytes limit
-//   dtmpi-bench placement [--quick]         3D stencil rank grids: inter-node weight before/after placement
-//   dtmpi-bench model [--quick] [--csv F]     auto vs every forced method over >= 200 cases (2 ranks, GPU)
-//   dtmpi-bench pingpong --gpu [--quick] [--csv F] [--filter S]  2D/3D objects on device buffers: each method, auto,
-//                                   manual and per-block baselines, the limit (2 ranks)
+// dtmpi-bench: benchmarks printed side by side with their baselines; the
+// subcommands and their options are in kCommands below (dtmpi-bench --help).
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
+
+#include "cli.hpp"
 
 namespace dtmpi::bench {
 int bench_pack(int argc, char** argv);
 int bench_latency(int argc, char** argv);
-int bench_commit(int argc, char** argv);
 int bench_placement(int argc, char** argv);
 int bench_halo(int argc, char** argv);
+int bench_commit(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
 int bench_gpu_pingpong(int argc, char** argv);
@@ -29,18 +21,99 @@ int bench_model(int argc, char** argv);
 #endif
 }  // namespace dtmpi::bench
 
-static const char kUsage[] =
-    "usage: dtmpi-bench SUBCOMMAND [options]\n"
-    "  pack [--quick] [--filter S]            CPU MPI_Pack: system MPI vs dtmpi vs memcpy\n"
-    "  pack --gpu [--quick] [--csv F]         GPU MPI_Pack vs per-block/2D copies vs one copy\n"
-    "  latency                                8-byte ping-pong through dtmpi vs direct (2 ranks)\n"
-    "  commit [--quick] [--filter S]          create+commit+free of darray/subarray/struct types:\n"
-    "                                         system MPI_Type_commit vs dtmpi's (and with the first plan lookup)\n"
-    "  halo [--gpu] [--size N] [--radius R] [--quantities Q] [--pitch B] [--iters K] [--csv F]\n"
-    "                                         3D halo exchange: system MPI vs dtmpi vs the packed-bytes limit\n"
-    "  placement [--quick]                    3D stencil rank grids: inter-node weight before/after placement\n"
-    "  model [--quick] [--csv F]              auto vs every forced method (2 ranks, GPU)\n"
-    "  pingpong --gpu [--quick] [--csv F] [--filter S]  2D/3D objects on device buffers (2 ranks)\n";
+namespace {
+
+using dtmpi::tools::Option;
+struct Command {
+  const char* name;
+  const char* launch;  // how to start it
+  const char* what;
+  std::vector<Option> options;
+};
+
+const Option kQuick{"--quick", nullptr, "fewer cases, shorter samples"};
+const Option kCsv{"--csv", "F", "also write the rows to the CSV file F"};
+const std::vector<Command> kCommands = {
+    {"pack", "mpiexec -n 1 dtmpi-bench pack",
+     "MPI_Pack of host memory: the system MPI's vs dtmpi's vs memcpy of the packed bytes; with --gpu, of device "
+     "memory vs one copy per block, cudaMemcpy2D and one copy of the packed bytes",
+     {{"--gpu", nullptr, "device memory (needs a CUDA build and a GPU)"},
+      kQuick,
+      {"--filter", "S", "only the cases whose name contains S (host memory)"},
+      kCsv}},
+    {"latency", "mpiexec -n 2 dtmpi-bench latency",
+     "the interposer's added latency on 8-byte MPI_Send/MPI_Recv, and the system MPI's cost per call",
+     {}},
+    {"pingpong", "mpiexec -n 2 dtmpi-bench pingpong --gpu",
+     "2D/3D objects on device buffers between 2 ranks: each method, auto, manual and per-block baselines, the limit",
+     {{"--gpu", nullptr, "required: the objects are in device memory"},
+      kQuick,
+      kCsv,
+      {"--filter", "S", "only the cases whose name contains S"}}},
+    {"model", "mpiexec -n 2 dtmpi-bench model",
+     "does the performance model choose well: auto vs every forced method over >= 200 GPU cases (CUDA build, GPU)",
+     {kQuick, kCsv}},
+    {"placement", "dtmpi-bench placement",
+     "placement of 3D stencil rank grids (8-3072 ranks): inter-node halo weight before/after dtmpi's partition",
+     {kQuick}},
+    {"commit", "mpiexec -n 1 dtmpi-bench commit",
+     "create + commit + free of darray, subarray and struct types: the system MPI's MPI_Type_commit vs dtmpi's "
+     "(and with the first plan lookup, where dtmpi builds the plan)",
+     {kQuick, {"--filter", "S", "only the cases whose name contains S"}}},
+    {"halo", "mpiexec -n N dtmpi-bench halo",
+     "3D halo exchange (26 neighbours, subarray types): isend / alltoallv / alltoallw with the system MPI vs dtmpi "
+     "vs the packed-bytes limit, every exchange validated",
+     {{"--gpu", nullptr, "device memory (default block 256^3; host: 64^3)"},
+      {"--size", "N", "block of N^3 cells per rank"},
+      {"--radius", "R", "ghost shell radius (default 3)"},
+      {"--quantities", "Q", "arrays per block (default 8)"},
+      {"--pitch", "B", "row pitch in bytes (default 512)"},
+      {"--iters", "K", "rounds of all variants; the median is reported (default 5)"},
+      kCsv,
+      {"--only", "S", "only the variants whose name contains S (and the limits)"},
+      {"--no-limits", nullptr, "the limits only where --only names them"}}},
+};
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: dtmpi-bench SUBCOMMAND [options]\n"
+               "\n"
+               "Benchmarks of dtmpi side by side with their baselines (the system MPI through PMPI_*, the\n"
+               "limit of the packed bytes alone) in one run; results and how they were taken: bench/results/.\n"
+               "\n"
+               "subcommands:\n");
+  for (const auto& c : kCommands) {
+    std::fprintf(f, "\n  %-10s %s%s\n", c.name, c.launch, c.options.empty() ? "" : " [options]");
+    dtmpi::tools::print_options(f, {{"", nullptr, c.what}});
+    dtmpi::tools::print_options(f, c.options, 6);
+  }
+  std::fprintf(f, "\nExample: mpiexec -n 2 dtmpi-bench halo --size 32 --iters 5\n");
+}
+
+// Rejects what no subcommand takes before MPI_Init (so --help and typos never
+// start a benchmark); -1: run. A subcommand not in kCommands is left to the
+// dispatch below, which reports it.
+int check_command_line(int argc, char** argv) {
+  if (argc < 2 || dtmpi::tools::is_help(argv[1])) {
+    if (dtmpi::tools::launcher_rank() == 0) usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    dtmpi::tools::Args args;
+    const std::string program = std::string("dtmpi-bench ") + c.name;
+    const int rc = dtmpi::tools::parse(program.c_str(), argc, argv, 2, c.options, usage, args);
+    if (rc < 0 && std::strcmp(c.name, "pingpong") == 0 && !args.has("--gpu")) {
+      if (dtmpi::tools::launcher_rank() == 0)
+        std::fprintf(stderr, "dtmpi-bench pingpong: measures device buffers: add --gpu\n");
+      return 2;
+    }
+    return rc;
+  }
+  return -1;
+}
+
+}  // namespace
 
 static bool has_flag(int argc, char** argv, const char* flag) {
   for (int i = 1; i < argc; ++i)
@@ -49,6 +122,7 @@ static bool has_flag(int argc, char** argv, const char* flag) {
 }
 
 int main(int argc, char** argv) {
+  if (int rc = check_command_line(argc, argv); rc >= 0) return rc;
   MPI_Init(&argc, &argv);
   int rc = 2;
   if (argc > 1 && std::strcmp(argv[1], "pack") == 0 && has_flag(argc, argv, "--gpu")) {
@@ -79,12 +153,9 @@ int main(int argc, char** argv) {
     rc = dtmpi::bench::bench_latency(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "commit") == 0)
     rc = dtmpi::bench::bench_commit(argc - 1, argv + 1);
-  else if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::fputs(kUsage, stdout);
-    rc = 0;
-  } else {
-    std::fputs(kUsage, stderr);
-  }
+  else if (dtmpi::tools::launcher_rank() == 0)
+    std::fprintf(stderr, "dtmpi-bench: unknown subcommand '%s'\nRun 'dtmpi-bench --help' for the subcommands.\n",
+                 argv[1]);
   MPI_Finalize();
   return rc;
 }

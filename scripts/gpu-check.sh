@@ -7,9 +7,31 @@
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+usage() {
+  cat <<'EOF'
+usage: scripts/gpu-check.sh [STEP] [--quick]
+
+On the GPU machine: builds dtmpi (CUDA, the machine's MPI) into build-gpu/ and runs
+STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
+  all (default)  build, test, bench, model, halo, pingpong
+  start          a session's first call: build, test, halo, issue4, toggles
+  build | test | bench | pingpong | chunks | model | halo | trace | issue4 |
+  toggles | packasync | batchhang | sharedgpu
+--quick: the benchmarks' shorter form where they have one.
+EOF
+}
+steps=" all start build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu "
+case ${1:-} in
+  --help | -h) usage; exit 0 ;;
+esac
 what=${1:-all}
 quick=${2:-}
+if [[ $steps != *" $what "* ]] || { [ -n "$quick" ] && [ "$quick" != --quick ]; } || [ $# -gt 2 ]; then
+  echo "gpu-check.sh: unknown step or option: $*" >&2
+  echo "Run 'scripts/gpu-check.sh --help' for the usage." >&2
+  exit 2
+fi
+cd "$(dirname "$0")/.."
 if [ "$what" = start ]; then
   self="$PWD/scripts/gpu-check.sh"
   bash "$self" build && bash "$self" test && bash "$self" halo

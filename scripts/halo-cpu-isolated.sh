@@ -8,6 +8,18 @@
 #   scripts/halo-cpu-isolated.sh BUILD_DIR "MPIEXEC" [ranks] [sizes] [reps]
 # e.g. scripts/halo-cpu-isolated.sh build-openmpi mpiexec 2 "16 32 64" 5
 set -uo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  echo 'usage: scripts/halo-cpu-isolated.sh BUILD_DIR "MPIEXEC" [RANKS] ["SIZES"] [REPS]'
+  echo
+  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+  echo "e.g. scripts/halo-cpu-isolated.sh build-openmpi mpiexec.openmpi 2 \"16 32 64\" 5"
+  exit 0
+fi
+if [ $# -lt 2 ] || [[ $1 == -* ]]; then
+  echo "halo-cpu-isolated.sh: ${1:+unknown option '$1' or }needs BUILD_DIR and MPIEXEC" >&2
+  echo "Run 'scripts/halo-cpu-isolated.sh --help' for the usage." >&2
+  exit 2
+fi
 build=$1; mpiexec=$2; ranks=${3:-2}; sizes=${4:-"16 32 64"}; reps=${5:-5}
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for n in $sizes; do

@@ -1,19 +1,46 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots `dtmpi-bench pack --gpu --csv F` output: bandwidth (bytes read + written)
 vs contiguous block size, one line per packed object size, for dtmpi's MPI_Pack,
 with the best CUDA-aware-MPI baseline (per-block copies or cudaMemcpy2D) dashed.
-Usage: plot_gpu_pack.py results.csv out.png [title]"""
+
+Needs a python3 (>= 3.7) with matplotlib: Debian's /usr/bin/python3 (this
+script's interpreter) after scripts/install-deps.sh, which installs
+python3-matplotlib; another python3 (pyenv, venv) needs its own matplotlib
+(pip install matplotlib) and to be named: that-python3 script.py ..."""
+import argparse
 import csv
 import sys
 from collections import defaultdict
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-src, out = sys.argv[1], sys.argv[2]
-title = sys.argv[3] if len(sys.argv) > 3 else "dtmpi MPI_Pack on GPU memory"
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors that say how to get the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}\nRun '{self.prog} --help' for the usage.\n")
+
+
+def import_pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit(f"{sys.argv[0]}: {sys.executable} has no matplotlib: run the script with /usr/bin/python3 "
+                 "after scripts/install-deps.sh (Debian's python3-matplotlib), or pip install matplotlib for "
+                 "this python")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("src", metavar="RESULTS_CSV", help="the CSV of dtmpi-bench pack --gpu --csv F")
+parser.add_argument("out", metavar="OUT_PNG", help="the plot to write (PNG)")
+parser.add_argument("title", nargs="?", default="dtmpi MPI_Pack on GPU memory", help="the plot's title")
+args = parser.parse_args()
+plt = import_pyplot()
+src, out = args.src, args.out
+title = args.title
 ours = defaultdict(dict)
 base = defaultdict(dict)
 copy = {}

@@ -1,21 +1,47 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Heatmaps of a dtmpi performance model (dtmpi-measure's JSON and the
 .decisions.csv written beside it): GPU pack bandwidth into device memory and
 into mapped host memory over object size x block size, and the method the
 model chooses with and without a CUDA IPC peer.
-Usage: plot_model.py model-HOST-GPU.json out.png"""
+
+Needs a python3 (>= 3.7) with matplotlib: Debian's /usr/bin/python3 (this
+script's interpreter) after scripts/install-deps.sh, which installs
+python3-matplotlib; another python3 (pyenv, venv) needs its own matplotlib
+(pip install matplotlib) and to be named: that-python3 script.py ..."""
+import argparse
 import csv
 import json
 import math
 import sys
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors that say how to get the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}\nRun '{self.prog} --help' for the usage.\n")
+
+
+def import_pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit(f"{sys.argv[0]}: {sys.executable} has no matplotlib: run the script with /usr/bin/python3 "
+                 "after scripts/install-deps.sh (Debian's python3-matplotlib), or pip install matplotlib for "
+                 "this python")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("src", metavar="MODEL_JSON",
+                    help="dtmpi-measure's model-HOST-GPU.json (the .decisions.csv beside it is read too)")
+parser.add_argument("out", metavar="OUT_PNG", help="the plot to write (PNG)")
+args = parser.parse_args()
+plt = import_pyplot()
 from matplotlib.colors import ListedColormap  # noqa: E402
-
-src, out = sys.argv[1], sys.argv[2]
+src, out = args.src, args.out
 m = json.load(open(src))
 panels = [k for k in ("pack_device", "pack_mapped") if k in m]
 fig, axes = plt.subplots(1, len(panels) + 2, figsize=(5 * (len(panels) + 2), 4.5))

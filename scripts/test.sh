@@ -3,6 +3,20 @@
 # builds dtmpi once per MPI (Open MPI, MPICH) plus a sanitizer build
 # (ASan+UBSan, MPICH), and runs every test of each with CTest.
 set -euo pipefail
+case ${1:-} in
+  "") ;;
+  --help | -h)
+    cat <<'EOF'
+usage: scripts/test.sh
+
+Installs the Debian packages dtmpi needs (scripts/install-deps.sh), builds it once
+per MPI (build-openmpi/, build-mpich/, build-mpich-asan/: scripts/build.sh) and runs
+every test of each with CTest. Exits non-zero if any test failed. A single build:
+scripts/build.sh openmpi && (cd build-openmpi && ctest -j2 --output-on-failure).
+EOF
+    exit 0 ;;
+  *) echo "test.sh: unknown option '$1'" >&2; echo "Run 'scripts/test.sh --help' for the usage." >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)

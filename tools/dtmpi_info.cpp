@@ -1,11 +1,14 @@
-// dtmpi-info: what dtmpi detects and decides on this machine.
-//   dtmpi-info            MPI library, CUDA-awareness, GPUs, configuration
-//   dtmpi-info --explain  the datatype engine's view of a catalog of types
+// dtmpi-info: what dtmpi detects and decides on this machine (usage: below,
+// or dtmpi-info --help).
 #include <mpi.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstdio>
-#include <cstring>
 #include <string>
+#include <vector>
+
+#include "cli.hpp"
 
 #include "runtime/config.hpp"
 #include "runtime/system_info.hpp"
@@ -19,6 +22,8 @@ namespace rt = dtmpi::runtime;
 
 static void print_system() {
   std::printf("dtmpi %s\n", DTMPI_VERSION);
+  std::printf("built against    : %s (%s); programs of another MPI need that MPI's build of dtmpi\n",
+              DTMPI_MPI_FLAVOUR, DTMPI_MPI_BUILT_VERSION);
   std::printf("MPI library      : %s\n", rt::mpi_library_version().c_str());
   const auto aware = rt::mpi_cuda_aware();
   std::printf("MPI CUDA-aware   : %s\n", aware == rt::CudaAware::kYes  ? "yes"
@@ -36,6 +41,7 @@ static void print_system() {
   }
   for (const auto& name : rt::unknown_variables())
     std::printf("  %s is set but unknown to dtmpi\n", name.c_str());
+  for (const auto& problem : rt::invalid_values()) std::printf("  %s\n", problem.c_str());
   // what the interposer does with which buffers (docs/point-to-point.md, docs/collectives.md)
   const auto& c = rt::config();
   const bool gpu_here = rt::gpu_enabled();
@@ -109,12 +115,73 @@ static void explain() {
   dtmpi::tools::free_catalog(catalog);
 }
 
+// The libdtmpi of this build: beside the tool in the build tree, or where
+// `cmake --install` put it relative to the installed tool.
+static std::string library_path() {
+  char exe[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string(".");
+  dir.resize(dir.rfind('/'));
+  for (const std::string& candidate : {dir + "/" DTMPI_LIB_FROM_INSTALLED_TOOLS "/" DTMPI_LIB_NAME,
+                                       std::string(DTMPI_LIB_BUILD_PATH)}) {
+    // absolute, the name itself kept (libdtmpi-<mpi>.so, not the versioned file it links to)
+    const size_t slash = candidate.rfind('/');
+    char real[PATH_MAX];
+    if (access(candidate.c_str(), R_OK) == 0 && realpath(candidate.substr(0, slash).c_str(), real))
+      return std::string(real) + candidate.substr(slash);
+  }
+  return "";
+}
+
+static const std::vector<dtmpi::tools::Option> kOptions = {
+    {"--explain", nullptr,
+     "the datatype engine's view of a catalog of example types: the IR from MPI, after canonicalization, and the "
+     "plan"},
+    {"--preload", nullptr,
+     "print the LD_PRELOAD=... setting that loads this build's libdtmpi (for programs built with the same MPI) "
+     "and exit"},
+    {"--help", nullptr, "this help"}};
+
+static void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: dtmpi-info [--explain | --preload | --help]\n"
+               "\n"
+               "What dtmpi detects and decides on this machine: the MPI library (this build: %s),\n"
+               "whether it is CUDA-aware, the GPUs, every DTMPI_* variable in force (docs/configuration.md),\n"
+               "what dtmpi does with host and GPU buffers, and the performance model MPI_Init would load.\n"
+               "Runs as one process (no mpiexec needed).\n"
+               "\n"
+               "options:\n",
+               DTMPI_MPI_FLAVOUR);
+  dtmpi::tools::print_options(f, kOptions);
+  std::fprintf(f,
+               "\n"
+               "Next: dtmpirun mpiexec -n 4 ./app   (preloads the libdtmpi that matches the program's MPI)\n"
+               "      mpiexec -n 2 dtmpi-measure    (measures this machine for the performance model, once)\n");
+}
+
 int main(int argc, char** argv) {
+  dtmpi::tools::Args args;
+  const int rc = dtmpi::tools::parse("dtmpi-info", argc, argv, 1, kOptions, usage, args);
+  if (rc >= 0) return rc;
+  if (args.has("--explain") && args.has("--preload")) {
+    std::fprintf(stderr, "dtmpi-info: --explain and --preload do not go together\nRun 'dtmpi-info --help' for the usage.\n");
+    return 2;
+  }
+  if (args.has("--preload")) {
+    // no MPI_Init: this only names a file
+    const std::string lib = library_path();
+    if (lib.empty()) {
+      std::fprintf(stderr, "dtmpi-info: %s not found beside this tool (build or install dtmpi first)\n",
+                   DTMPI_LIB_NAME);
+      return 1;
+    }
+    std::printf("LD_PRELOAD=%s\n", lib.c_str());
+    return 0;
+  }
   MPI_Init(&argc, &argv);
-  if (argc > 1 && std::strcmp(argv[1], "--explain") == 0)
+  if (args.has("--explain"))
     explain();
-  else if (argc > 1)
-    std::printf("usage: dtmpi-info [--explain]\n");
   else
     print_system();
   MPI_Finalize();

@@ -1,4 +1,4 @@
-// dtmpi-measure [--quick] [--out DIR]: measures what the performance model
+// dtmpi-measure [--quick] [--out DIR] (usage: below, or --help): measures what the performance model
 // needs on this machine (2 MPI ranks; on two nodes when launched so) and
 // writes model-<host>-<gpu>.json into the cache directory (DTMPI_CACHE_DIR,
 // else $XDG_CACHE_HOME/dtmpi): one-way host MPI time over 2^0..2^26 bytes,
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "cli.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/system_info.hpp"
 #include "transport/model.hpp"
@@ -39,14 +41,19 @@ int g_rank = 0;
 double g_min_sample = 200e-6;
 constexpr int kSamples = 5;
 
-// Progress bar on rank 0: phase, points done, time left.
+// Progress on rank 0: phase, points done, time left. A bar redrawn in place
+// (\r) on a terminal; plain lines at each quarter of a phase otherwise, so a
+// log or a pipe gets readable lines instead of one line of redraws.
 struct Progress {
   std::string phase;
   int done = 0, total = 1;
+  int quarter = 0;  // plain lines: the last quarter printed
+  bool terminal = isatty(fileno(stderr)) != 0;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   void start(const std::string& p, int n) {
     phase = p;
     done = 0;
+    quarter = 0;
     total = std::max(n, 1);
     t0 = std::chrono::steady_clock::now();
     show();
@@ -55,10 +62,22 @@ struct Progress {
     ++done;
     show();
   }
-  void show() const {
+  void show() {
     if (g_rank != 0) return;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double left = done ? el / done * (total - done) : 0;
+    if (!terminal) {
+      const int q = 4 * done / total;
+      if (done > 0 && q == quarter) return;
+      quarter = q;
+      if (done == 0)
+        std::fprintf(stderr, "%s: %d points\n", phase.c_str(), total);
+      else if (done == total)
+        std::fprintf(stderr, "%s: %d/%d done in %.0f s\n", phase.c_str(), done, total, el);
+      else
+        std::fprintf(stderr, "%s: %d/%d, %.0f s left\n", phase.c_str(), done, total, left);
+      return;
+    }
     const int width = 30, filled = width * done / total;
     std::fprintf(stderr, "\r%-26s [%s%s] %3d/%-3d  %5.0f s left ", phase.c_str(), std::string(filled, '#').c_str(),
                  std::string(width - filled, '.').c_str(), done, total, left);
@@ -220,23 +239,79 @@ void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blo
 }
 #endif
 
+const std::vector<dtmpi::tools::Option> kOptions = {
+    {"--quick", nullptr, "fewer sizes and shorter samples (about a quarter of the time; the model records it)"},
+    {"--out", "DIR", "write the model into DIR instead of the cache directory (created if missing)"},
+    {"--help", nullptr, "this help"}};
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: mpiexec -n 2 dtmpi-measure [--quick] [--out DIR]\n"
+               "\n"
+               "Measures this machine for dtmpi's performance model (docs/performance-model.md), once per\n"
+               "machine: host MPI one-way time over 1 B-64 MiB between the 2 ranks (2 nodes when launched so)\n"
+               "and, with a GPU, device<->host copies, GPU to GPU over CUDA IPC and the pack/unpack kernels.\n"
+               "Writes model-<host>-<gpu>.json (and .decisions.csv) into the cache directory: DTMPI_CACHE_DIR,\n"
+               "else $XDG_CACHE_HOME/dtmpi, else ~/.cache/dtmpi (created if missing). MPI_Init reads it from\n"
+               "there; dtmpi-info shows which model is in force. A few minutes (--quick: about one).\n"
+               "\n"
+               "options:\n");
+  dtmpi::tools::print_options(f, kOptions);
+  std::fprintf(f, "\nNext: dtmpi-info (the model in force); scripts/plot_model.py MODEL.json out.png (heatmaps)\n");
+}
+
+// mkdir -p: every missing component of `dir`, so that a fresh account (no
+// ~/.cache) or a DTMPI_CACHE_DIR that does not exist yet just works.
+bool make_directories(const std::string& dir, std::string& error) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos < dir.size() && dir[pos] != '/') continue;
+    const std::string part = dir.substr(0, pos);
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      error = "cannot create " + part + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = dir + " is not a directory";
+    return false;
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    error = "cannot write into " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtmpi::tools::Args args;
+  if (int rc = dtmpi::tools::parse("dtmpi-measure", argc, argv, 1, kOptions, usage, args); rc >= 0) return rc;
   PMPI_Init(&argc, &argv);
   int n = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &n);
-  bool quick = false;
-  std::string out_dir = tp::model_cache_dir();
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out_dir = argv[++i];
-  }
+  const bool quick = args.has("--quick");
+  const std::string out_dir = args.get("--out", tp::model_cache_dir().c_str());
   if (n != 2) {
     if (g_rank == 0) std::fprintf(stderr, "dtmpi-measure needs exactly 2 ranks (mpiexec -n 2 dtmpi-measure)\n");
     PMPI_Finalize();
     return 2;
+  }
+  // the directory first: a measurement of minutes must not end in "cannot write"
+  int dir_ok = 1;
+  if (g_rank == 0) {
+    std::string error;
+    dir_ok = make_directories(out_dir, error) ? 1 : 0;
+    if (!dir_ok)
+      std::fprintf(stderr, "dtmpi-measure: %s (set DTMPI_CACHE_DIR or --out to a writable directory)\n",
+                   error.c_str());
+  }
+  PMPI_Bcast(&dir_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!dir_ok) {
+    PMPI_Finalize();
+    return 1;
   }
   if (quick) g_min_sample = 50e-6;
   tp::Model m;
@@ -293,7 +368,6 @@ int main(int argc, char** argv) {
 #endif
   int rc = 0;
   if (g_rank == 0) {
-    mkdir(out_dir.c_str(), 0755);
     const std::string path = out_dir + "/" + tp::model_file_name(m.host, m.gpu);
     std::ofstream f(path);
     f << tp::to_json(m);
@@ -321,7 +395,7 @@ int main(int argc, char** argv) {
             for (double t : p.seconds) d << "," << t;
             d << "\n";
           }
-      std::printf("heatmaps: python3 scripts/plot_model.py %s model.png\n", path.c_str());
+      std::printf("heatmaps: scripts/plot_model.py %s model.png\n", path.c_str());
     }
   }
   PMPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);

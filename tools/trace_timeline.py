@@ -9,19 +9,33 @@ occurred and its median / 10th / 90th percentile duration in microseconds.
 state of a benchmark); --raw prints the merged points themselves; --by-total
 lists the steps by the time they add up to (count x duration), largest first;
 --slow US lists, rank by rank, every gap of more than US microseconds between
-two consecutive points of that rank (where a rare stall hides)."""
+two consecutive points of that rank (where a rare stall hides).
+
+Needs any python3 (>= 3.7; the standard library only)."""
+import argparse
 import glob
 import statistics
 import sys
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors that say how to get the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}\nRun '{self.prog} --help' for the usage.\n")
+
+
 def main():
-    args = sys.argv[1:]
-    if not args:
-        print(__doc__)
-        return 2
-    prefix = args[0]
-    last = int(args[args.index("--last") + 1]) if "--last" in args else 0
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("prefix", metavar="PREFIX", help="the DTMPI_TRACE prefix: PREFIX.<rank>.txt are read")
+    parser.add_argument("--last", type=int, default=0, metavar="N", help="only the last N points of the timeline")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--raw", action="store_true", help="print the merged points themselves")
+    mode.add_argument("--by-total", action="store_true", help="steps by the time they add up to, largest first")
+    mode.add_argument("--slow", type=float, metavar="US", help="every gap of more than US microseconds per rank")
+    args = parser.parse_args()
+    prefix = args.prefix
+    last = args.last
     points = []
     for path in glob.glob(prefix + ".*.txt"):
         with open(path) as f:
@@ -31,8 +45,11 @@ def main():
     points.sort()
     if last:
         points = points[-last:]
-    if "--slow" in args:
-        limit = float(args[args.index("--slow") + 1])
+    if not points:
+        print(f"{parser.prog}: no trace files {prefix}.<rank>.txt", file=sys.stderr)
+        return 1
+    if args.slow is not None:
+        limit = args.slow
         t0 = points[0][0] if points else 0
         by_rank = {}
         for ns, rank, label in points:
@@ -44,7 +61,7 @@ def main():
                 if gap > limit:
                     print(f"rank {rank} at {(a_ns - t0) / 1e3:12.2f} us: {gap:9.2f} us  {a_label} -> {b_label}")
         return 0
-    if "--raw" in args:
+    if args.raw:
         t0 = points[0][0] if points else 0
         for ns, rank, label in points:
             print(f"{(ns - t0) / 1e3:12.2f} us  rank {rank}  {label}")
@@ -57,7 +74,7 @@ def main():
             steps[key] = []
             order.append(key)
         steps[key].append((b_ns - a_ns) / 1e3)
-    if "--by-total" in args:
+    if args.by_total:
         order.sort(key=lambda k: -sum(steps[k]))
     print(f"{'count':>6} {'median':>8} {'p10':>8} {'p90':>8} {'total':>9}  step (rank:label -> rank:label)")
     for key in order:

@@ -1,7 +1,11 @@
 #include "runtime/config.hpp"
 
+#include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 #include "base/log.hpp"
 
@@ -56,30 +60,88 @@ const std::vector<VariableDoc> kVariables = {
 
 namespace {
 
+// Problems found in the values of known variables by the last read, reported
+// once by rank 0 at MPI_Init (runtime/lifecycle.cpp) rather than here: the
+// environment is read in every process, and a warning per rank is noise.
+std::vector<std::string>& problems() {
+  static std::vector<std::string> p;
+  return p;
+}
+
+const char* value_of(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+std::string lower(const char* s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+void reject(const char* name, const char* value, const std::string& expected, const std::string& used) {
+  problems().push_back(std::string(name) + "=" + value + " is not " + expected + ": using " + used);
+}
+
+// A boolean: 1/0, on/off, true/false, yes/no (any case). Anything else is a
+// typo, not a silent "on" (DTMPI_DISABLE=maybe used to disable dtmpi).
 bool flag(const char* name, bool dflt) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0 ||
-           std::strcmp(v, "no") == 0);
+  const char* v = value_of(name);
+  if (!v) return dflt;
+  const std::string s = lower(v);
+  if (s == "1" || s == "on" || s == "true" || s == "yes") return true;
+  if (s == "0" || s == "off" || s == "false" || s == "no") return false;
+  reject(name, v, "a boolean (1, 0, on, off, true, false, yes, no)", dflt ? "1" : "0");
+  return dflt;
 }
 
-std::string text(const char* name, const char* dflt) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : dflt;
+// One of `values` (any case), or an alias of one; the result is the value's
+// canonical spelling, which the rest of the code compares against.
+std::string choice(const char* name, const char* dflt, std::initializer_list<const char*> values,
+                   std::initializer_list<std::pair<const char*, const char*>> aliases = {}) {
+  const char* v = value_of(name);
+  if (!v) return dflt;
+  const std::string s = lower(v);
+  for (const char* c : values)
+    if (s == c) return c;
+  for (const auto& [alias, canonical] : aliases)
+    if (s == alias) return canonical;
+  std::string expected = "one of ";
+  for (const char* c : values) expected += std::string(c) + (c == *(values.end() - 1) ? "" : ", ");
+  reject(name, v, expected, dflt);
+  return dflt;
 }
 
-// A non-negative integer (a byte count may carry a K/M/G suffix), at least `min`.
-int64_t number(const char* name, int64_t dflt, int64_t min) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  if (end && (*end == 'k' || *end == 'K')) n <<= 10;
-  if (end && (*end == 'm' || *end == 'M')) n <<= 20;
-  if (end && (*end == 'g' || *end == 'G')) n <<= 30;
-  if (end == v || n < min) {
-    DTMPI_LOG(kWarn, "%s=%s is not a number of at least %lld: using %lld", name, v,
-              static_cast<long long>(min), static_cast<long long>(dflt));
+// A non-negative integer in [min, max]; with `suffixes`, a byte count that may
+// end in K, M or G (optionally KiB/KB, ...: powers of 1024). Trailing text,
+// signs and overflow are rejected rather than read as far as they parse.
+int64_t number(const char* name, int64_t dflt, int64_t min, int64_t max, bool suffixes) {
+  const char* v = value_of(name);
+  if (!v) return dflt;
+  const std::string s = lower(v);
+  size_t i = 0;
+  int64_t n = 0;
+  bool ok = !s.empty() && std::isdigit(static_cast<unsigned char>(s[0]));
+  for (; ok && i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+    if (n > (INT64_MAX - 9) / 10) ok = false;
+    n = n * 10 + (s[i] - '0');
+  }
+  if (ok && i < s.size()) {
+    const std::string unit = s.substr(i);
+    int shift = -1;
+    if (suffixes) {
+      for (const auto& [u, sh] : {std::pair{"k", 10}, {"m", 20}, {"g", 30}})
+        if (unit == u || unit == std::string(u) + "b" || unit == std::string(u) + "ib") shift = sh;
+    }
+    if (shift < 0 || n > (INT64_MAX >> shift)) ok = false;
+    else n <<= shift;
+  }
+  if (!ok || n < min || n > max) {
+    std::string expected = std::string(suffixes ? "a byte count" : "an integer") + " of at least " +
+                           std::to_string(min);
+    if (max < INT32_MAX) expected += " and at most " + std::to_string(max);
+    if (suffixes) expected += " (suffix K, M or G allowed)";
+    reject(name, v, expected, std::to_string(dflt));
     return dflt;
   }
   return n;
@@ -92,39 +154,34 @@ int level_of(const std::string& s) {
   return 1;
 }
 
+constexpr int64_t kMaxBytes = int64_t{1} << 40;  // 1 TiB: larger is a typo, not a setting
+
 Config read_environment() {
+  problems().clear();
   Config c;
   c.disable = flag("DTMPI_DISABLE", false);
   c.host_pack = flag("DTMPI_HOST_PACK", true);
   c.host_staging = flag("DTMPI_HOST_STAGING", true);
   c.stats = flag("DTMPI_STATS", false);
-  c.log = text("DTMPI_LOG", "warn");
+  c.log = choice("DTMPI_LOG", "warn", {"error", "warn", "info", "debug", "decisions"}, {{"warning", "warn"}});
   c.log_decisions = c.log == "decisions";
-  c.cuda = text("DTMPI_CUDA", "auto");
-  c.gpu_order_legacy = text("DTMPI_GPU_ORDER", "legacy") != "stream";
-  c.method = text("DTMPI_METHOD", "auto");
-  if (c.method != "auto" && c.method != "oneshot" && c.method != "staged" && c.method != "pipelined" &&
-      c.method != "device") {
-    DTMPI_LOG(kWarn, "DTMPI_METHOD=%s is not oneshot, staged, pipelined, device or auto: using auto", c.method.c_str());
-    c.method = "auto";
-  }
-  c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096);
-  c.host_recv = text("DTMPI_HOST_RECV", "auto");
-  if (c.host_recv != "auto" && c.host_recv != "staged" && c.host_recv != "direct") {
-    DTMPI_LOG(kWarn, "DTMPI_HOST_RECV=%s is not auto, staged or direct: using auto", c.host_recv.c_str());
-    c.host_recv = "auto";
-  }
-  c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1);
-  c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0);
-  c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", 0, 0);
+  c.cuda = choice("DTMPI_CUDA", "auto", {"auto", "off"}, {{"0", "off"}, {"no", "off"}, {"false", "off"}});
+  c.gpu_order_legacy = choice("DTMPI_GPU_ORDER", "legacy", {"legacy", "stream"}) == "legacy";
+  c.method = choice("DTMPI_METHOD", "auto", {"auto", "oneshot", "staged", "pipelined", "device"});
+  c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096, kMaxBytes, true);
+  c.host_recv = choice("DTMPI_HOST_RECV", "auto", {"auto", "staged", "direct"});
+  c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1, kMaxBytes, true);
+  c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0, kMaxBytes, true);
+  c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", 0, 0, kMaxBytes, true);
   c.batch_packs = flag("DTMPI_BATCH_PACKS", false);
   c.pack_async = flag("DTMPI_PACK_ASYNC", false);
-  c.cuda_aware = text("DTMPI_CUDA_AWARE", "auto");
-  c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0);
+  c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
+                        {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
+  c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);
   c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
   c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
   c.test_refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
-  c.test_ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0);
+  c.test_ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0, INT32_MAX, false);
   log::g_level.store(level_of(c.log));
   return c;
 }
@@ -141,6 +198,11 @@ Config& current() {
 void reload_config() { current() = read_environment(); }
 
 const Config& config() { return current(); }
+
+std::vector<std::string> invalid_values() {
+  (void)config();  // the first read fills the list
+  return problems();
+}
 
 std::vector<std::string> unknown_variables() {
   std::vector<std::string> out;

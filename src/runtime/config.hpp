@@ -1,4 +1,5 @@
-// DTMPI_* configuration, read once from the environment. Every variable is
+// DTMPI_* configuration, read once from the environment and validated (a value
+// that is not one the variable accepts is reported and the default used instead). Every variable is
 // listed in kVariables (and documented in docs/configuration.md, which
 // tests/runtime check against this table).
 #pragma once
@@ -64,6 +65,9 @@ extern const std::vector<VariableDoc> kVariables;
 const Config& config();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();
+// Known variables whose values were invalid, one sentence each ("DTMPI_LOG=xyz
+// is not one of error, warn, ...: using warn"); each such variable takes its default.
+std::vector<std::string> invalid_values();
 // DTMPI_* variables set in the environment that dtmpi does not know.
 std::vector<std::string> unknown_variables();
 

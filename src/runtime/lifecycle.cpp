@@ -23,6 +23,8 @@ void on_mpi_initialized() {
   if (rank == 0) {
     for (const auto& name : unknown_variables())
       DTMPI_LOG(kWarn, "unknown variable %s ignored (see docs/configuration.md)", name.c_str());
+    for (const auto& problem : invalid_values())
+      DTMPI_LOG(kWarn, "%s (see docs/configuration.md)", problem.c_str());
   }
   DTMPI_LOG(kInfo, "dtmpi active");
 }
