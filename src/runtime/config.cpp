@@ -112,6 +112,8 @@ std::string choice(const char* name, const char* dflt, std::initializer_list<con
   return dflt;
 }
 
+constexpr int64_t kMaxBytes = int64_t{1} << 40;  // 1 TiB: larger is a typo, not a setting
+
 // A non-negative integer in [min, max]; with `suffixes`, a byte count that may
 // end in K, M or G (optionally KiB/KB, ...: powers of 1024). Trailing text,
 // signs and overflow are rejected rather than read as far as they parse.
@@ -123,7 +125,10 @@ int64_t number(const char* name, int64_t dflt, int64_t min, int64_t max, bool su
   int64_t n = 0;
   bool ok = !s.empty() && std::isdigit(static_cast<unsigned char>(s[0]));
   for (; ok && i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
-    if (n > (INT64_MAX - 9) / 10) ok = false;
+    if (n > (INT64_MAX - 9) / 10) {  // the next digit would overflow
+      ok = false;
+      break;
+    }
     n = n * 10 + (s[i] - '0');
   }
   if (ok && i < s.size()) {
@@ -140,6 +145,7 @@ int64_t number(const char* name, int64_t dflt, int64_t min, int64_t max, bool su
     std::string expected = std::string(suffixes ? "a byte count" : "an integer") + " of at least " +
                            std::to_string(min);
     if (max < INT32_MAX) expected += " and at most " + std::to_string(max);
+    if (suffixes && max == kMaxBytes) expected += " and at most 1024G";
     if (suffixes) expected += " (suffix K, M or G allowed)";
     reject(name, v, expected, std::to_string(dflt));
     return dflt;
@@ -153,8 +159,6 @@ int level_of(const std::string& s) {
   if (s == "debug") return 3;
   return 1;
 }
-
-constexpr int64_t kMaxBytes = int64_t{1} << 40;  // 1 TiB: larger is a typo, not a setting
 
 Config read_environment() {
   problems().clear();

@@ -13,7 +13,7 @@ out=$(DTMPI_LOG=xyz DTMPI_DISABLE=maybe DTMPI_PIPELINE_CHUNK=12abc DTMPI_STATS=1
   "$mpiexec" "$npflag" 2 "$here/../run-preloaded.sh" "$lib" "$@" 2>&1) || fail "the run failed"
 for want in "DTMPI_LOG=xyz is not one of error, warn, info, debug, decisions: using warn" \
             "DTMPI_DISABLE=maybe is not a boolean (1, 0, on, off, true, false, yes, no): using 0" \
-            "DTMPI_PIPELINE_CHUNK=12abc is not a byte count of at least 4096 (suffix K, M or G allowed): using 2097152"; do
+            "DTMPI_PIPELINE_CHUNK=12abc is not a byte count of at least 4096 and at most 1024G (suffix K, M or G allowed): using 2097152"; do
   n=$(grep -cF "$want" <<<"$out")
   [ "$n" -eq 1 ] || fail "\"$want\" printed $n times (want once)"
 done
