@@ -56,7 +56,10 @@ fi
 # Fortran: MPICH's bindings call the C MPI_* functions (dtmpi serves them);
 # Open MPI's call PMPI_* (dtmpi never sees them), which dtmpirun says
 fc=$(command -v "mpif90.$fl" || true)
-if [ -n "$fc" ]; then
+if [ -n "$fc" ] && ! command -v gfortran >/dev/null; then
+  # the MPI's wrapper without the compiler it wraps (the GPU machine's Ubuntu image)
+  echo "skipped: Fortran (mpif90.$fl is there, gfortran is not)"
+elif [ -n "$fc" ]; then
   cat >"$tmp/f.f90" <<'F90'
 program f
   use mpi
