@@ -34,7 +34,7 @@ done
 
 # dtmpi-bench --help names every subcommand
 help=$("$build/bench/dtmpi-bench" --help)
-for c in pack latency pingpong model placement halo; do
+for c in pack latency pingpong model placement halo commit; do
   grep -qE "^  $c " <<<"$help" || fail "dtmpi-bench --help does not list $c"
 done
 # a subcommand dtmpi-bench does not have, a value missing, options that exclude each other
