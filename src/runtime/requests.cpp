@@ -48,13 +48,6 @@ void track(MPI_Request req, PendingOp op) {
   g_tracked.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool is_tracked(MPI_Request req) {
-  if (!any_tracked()) return false;
-  auto& t = table();
-  std::lock_guard lock(t.mu);
-  return t.ops.count(req) != 0;
-}
-
 namespace {
 
 // What a completed one-message receive brought: false if nothing to unpack

@@ -50,7 +50,6 @@ inline bool any_tracked() { return g_tracked.load(std::memory_order_relaxed) != 
 // MPI's ompi_request_empty, MPICH's builtin complete request) with no GPU work
 // still reading the application's buffer is finished here, not tracked.
 void track(MPI_Request req, PendingOp op);
-bool is_tracked(MPI_Request req);
 
 // The tracked ops of the requests one Wait/Test call passes to the system MPI,
 // taken out of the table BEFORE the call. The system MPI frees a request
