@@ -12,6 +12,10 @@ namespace dtmpi {
 struct Error {
   int code;          // an MPI error code (MPI_ERR_*) or an internal code below
   std::string what;  // which call failed, for logs
+  // The system MPI already passed `code` to the communicator's error handler
+  // (a call of its on the application's communicator failed): the boundary
+  // returns the code without calling the handler a second time.
+  bool reported = false;
 };
 
 // Internal codes; they never reach the application as such.
@@ -39,6 +43,13 @@ struct Ok {};
 using Status = Result<Ok>;
 inline Status ok_status() { return Ok{}; }
 
+// A Status from an MPI return code `rc` (0, MPI_SUCCESS: success); `reported`
+// as in Error.
+inline Status mpi_status(int rc, const char* what, bool reported = false) {
+  if (rc == 0) return ok_status();
+  return Error{rc, what, reported};
+}
+
 }  // namespace dtmpi
 
 #define DTMPI_CONCAT_INNER(a, b) a##b
@@ -59,3 +70,13 @@ inline Status ok_status() { return Ok{}; }
     if (dtmpi_rc_ != 0 /* MPI_SUCCESS */)                      \
       return ::dtmpi::Error{dtmpi_rc_, #call};                 \
   } while (0)
+
+// The same for a call of the system MPI on the application's communicator,
+// which has already passed the code to that communicator's error handler.
+#define DTMPI_MPI_CHECK_REPORTED(call)                         \
+  do {                                                         \
+    int dtmpi_rc_ = (call);                                    \
+    if (dtmpi_rc_ != 0 /* MPI_SUCCESS */)                      \
+      return ::dtmpi::Error{dtmpi_rc_, #call, true};           \
+  } while (0)
+

@@ -23,16 +23,19 @@ Entry g_ring[kRing];
 size_t g_next = 0;  // total points written
 std::mutex g_mutex;  // MPI_THREAD_MULTIPLE programs may trace from several threads
 
-const char* prefix() {
-  static const char* p = std::getenv("DTMPI_TRACE");
-  return p && *p ? p : nullptr;
-}
+// Set by the configuration (runtime/config.cpp reads DTMPI_TRACE).
+char g_prefix[4096] = {};
 
-bool initially_enabled() { return prefix() != nullptr; }
+const char* prefix() { return g_prefix[0] ? g_prefix : nullptr; }
 
 }  // namespace
 
-std::atomic<bool> g_enabled{initially_enabled()};
+std::atomic<bool> g_enabled{false};
+
+void configure(const char* path_prefix) {
+  std::snprintf(g_prefix, sizeof g_prefix, "%s", path_prefix ? path_prefix : "");
+  g_enabled.store(g_prefix[0] != 0, std::memory_order_relaxed);
+}
 
 void point(const char* label) {
   timespec ts;

@@ -10,6 +10,9 @@
 namespace dtmpi::trace {
 
 extern std::atomic<bool> g_enabled;
+// Turns tracing on with files at `path_prefix` (empty or null: off); called
+// by the configuration, which reads DTMPI_TRACE.
+void configure(const char* path_prefix);
 void point(const char* label);
 // Writes the ring to the file of `rank` (no-op when tracing is off).
 void dump(int rank);

@@ -5,7 +5,7 @@
 #include "interpose/coll_p2p.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "transport/engine.hpp"
 
 namespace tp = dtmpi::transport;

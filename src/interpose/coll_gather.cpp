@@ -6,7 +6,7 @@
 #include "interpose/coll_p2p.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "transport/engine.hpp"
 
 namespace tp = dtmpi::transport;
@@ -24,8 +24,8 @@ struct Roles {
 Roles roles_of(MPI_Comm comm, int root) {
   Roles r;
   int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  PMPI_Comm_rank(comm, &r.me);
+  REAL(MPI_Comm_test_inter)(comm, &inter);
+  REAL(MPI_Comm_rank)(comm, &r.me);
   if (inter) {
     r.root = root == MPI_ROOT;
     r.member = root >= 0;
@@ -41,7 +41,7 @@ int allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Dat
   tp::poll();
   const int n = peers_of(comm);
   int me = 0;
-  PMPI_Comm_rank(comm, &me);
+  REAL(MPI_Comm_rank)(comm, &me);
   return run_collective(one_piece(sb, sc, st), uniform_side(rb, n, rc, rt),
                         sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -57,7 +57,7 @@ int allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc,
   tp::poll();
   const int n = peers_of(comm);
   int me = 0;
-  PMPI_Comm_rank(comm, &me);
+  REAL(MPI_Comm_rank)(comm, &me);
   return run_collective(one_piece(sb, sc, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {

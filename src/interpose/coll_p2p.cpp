@@ -5,6 +5,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
@@ -22,7 +23,7 @@ int g_dup_keyval = MPI_KEYVAL_INVALID;
 
 int delete_dup(MPI_Comm, int, void* value, void*) {
   auto* dup = static_cast<MPI_Comm*>(value);
-  PMPI_Comm_free(dup);
+  REAL(MPI_Comm_free)(dup);
   delete dup;
   return MPI_SUCCESS;
 }
@@ -32,20 +33,20 @@ int delete_dup(MPI_Comm, int, void* value, void*) {
 MPI_Comm private_dup(MPI_Comm comm, bool create) {
   if (g_dup_keyval == MPI_KEYVAL_INVALID) {
     static std::once_flag once;
-    std::call_once(once, [] { PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g_dup_keyval, nullptr); });
+    std::call_once(once, [] { REAL(MPI_Comm_create_keyval)(MPI_COMM_NULL_COPY_FN, delete_dup, &g_dup_keyval, nullptr); });
   }
   void* value = nullptr;
   int flag = 0;
-  PMPI_Comm_get_attr(comm, g_dup_keyval, &value, &flag);
+  REAL(MPI_Comm_get_attr)(comm, g_dup_keyval, &value, &flag);
   if (flag) return *static_cast<MPI_Comm*>(value);
   if (!create) return MPI_COMM_NULL;
   auto* dup = new MPI_Comm(MPI_COMM_NULL);
-  if (PMPI_Comm_dup(comm, dup) != MPI_SUCCESS) {
+  if (REAL(MPI_Comm_dup)(comm, dup) != MPI_SUCCESS) {
     delete dup;
     return MPI_COMM_NULL;
   }
-  PMPI_Comm_set_name(*dup, const_cast<char*>("dtmpi collectives"));
-  PMPI_Comm_set_attr(comm, g_dup_keyval, dup);
+  REAL(MPI_Comm_set_name)(*dup, const_cast<char*>("dtmpi collectives"));
+  REAL(MPI_Comm_set_attr)(comm, g_dup_keyval, dup);
   return *dup;
 }
 
@@ -108,7 +109,7 @@ int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute&
   const bool host_bytes = in.packed && !rt::on_gpu(in.base_info) && !rt::on_gpu(out.base_info);
   if (!unpack_on_gpu && !host_bytes) return MPI_SUCCESS;
   int me = -1;
-  PMPI_Comm_rank(dup, &me);
+  REAL(MPI_Comm_rank)(dup, &me);
   auto send_piece = [&](size_t i) { return send_to_all ? size_t{0} : i; };
   std::vector<size_t> to_me, from_me;  // indices into dests / sources
   for (size_t i = 0; i < route.dests.size(); ++i)
@@ -158,7 +159,7 @@ int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute&
 bool p2p_collectives(MPI_Comm comm) {
   if (!tp::descriptors_possible()) return false;
   int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
+  REAL(MPI_Comm_test_inter)(comm, &inter);
   return !inter;
 }
 
@@ -170,24 +171,24 @@ namespace {
 
 bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& dests, bool& cartesian) {
   int kind = MPI_UNDEFINED;
-  PMPI_Topo_test(comm, &kind);
+  REAL(MPI_Topo_test)(comm, &kind);
   if (kind == MPI_DIST_GRAPH) {
     int in = 0, out = 0, weighted = 0;
-    PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+    REAL(MPI_Dist_graph_neighbors_count)(comm, &in, &out, &weighted);
     sources.resize(static_cast<size_t>(in));
     dests.resize(static_cast<size_t>(out));
     std::vector<int> sw(static_cast<size_t>(in) + 1), dw(static_cast<size_t>(out) + 1);
-    return PMPI_Dist_graph_neighbors(comm, in, sources.data(), weighted ? sw.data() : MPI_UNWEIGHTED, out,
+    return REAL(MPI_Dist_graph_neighbors)(comm, in, sources.data(), weighted ? sw.data() : MPI_UNWEIGHTED, out,
                                      dests.data(), weighted ? dw.data() : MPI_UNWEIGHTED) == MPI_SUCCESS;
   }
   cartesian = kind == MPI_CART;
   if (kind == MPI_CART) {  // per dimension: the lower neighbour, then the upper
     int nd = 0;
-    PMPI_Cartdim_get(comm, &nd);
+    REAL(MPI_Cartdim_get)(comm, &nd);
     sources.clear();
     for (int d = 0; d < nd; ++d) {
       int lo = MPI_PROC_NULL, hi = MPI_PROC_NULL;
-      PMPI_Cart_shift(comm, d, 1, &lo, &hi);
+      REAL(MPI_Cart_shift)(comm, d, 1, &lo, &hi);
       sources.push_back(lo);
       sources.push_back(hi);
     }
@@ -196,10 +197,10 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
   }
   if (kind == MPI_GRAPH) {
     int me = 0, n = 0;
-    PMPI_Comm_rank(comm, &me);
-    PMPI_Graph_neighbors_count(comm, me, &n);
+    REAL(MPI_Comm_rank)(comm, &me);
+    REAL(MPI_Graph_neighbors_count)(comm, me, &n);
     sources.resize(static_cast<size_t>(n));
-    PMPI_Graph_neighbors(comm, me, n, sources.data());
+    REAL(MPI_Graph_neighbors)(comm, me, n, sources.data());
     dests = sources;
     return true;
   }

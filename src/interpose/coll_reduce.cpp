@@ -13,7 +13,7 @@
 #include "base/log.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "transport/engine.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -47,8 +47,8 @@ bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   // of bytes needs no plan, and the system MPI must not see the device pointer
   if (!must_stage(buf, count, type, b, HostPacking::kNever) && !b.refused) return false;
   MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
-  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  PMPI_Type_get_extent(type, &lb, &extent);
+  REAL(MPI_Type_get_true_extent)(type, &true_lb, &true_extent);
+  REAL(MPI_Type_get_extent)(type, &lb, &extent);
   const int64_t reach = int64_t{count - 1} * extent;
   s.user = const_cast<void*>(buf);
   s.info = b.info;
@@ -56,7 +56,7 @@ bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   s.bytes = true_lb + true_extent + std::max<int64_t>(0, reach) - s.lo;
   int64_t offset = 0;
   int size = 0;
-  PMPI_Type_size(type, &size);
+  REAL(MPI_Type_size)(type, &size);
   s.contiguous = b.plan ? b.plan->contiguous_for_count(count, offset)
                         : true_lb == 0 && true_extent == extent && size == extent;
   return true;
@@ -76,7 +76,7 @@ int copy_in(Span& s, bool read_user) {
 }
 
 // A reduction in flight: its staged input and result; finish() copies the result back.
-struct ReduceCall final : rt::Completion {
+struct ReduceCall final : dtmpi::transport::Completion {
   Span in, out;
   bool stage_in = false, stage_out = false;
   int finish() override {
@@ -114,7 +114,7 @@ int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool re
 
 bool is_inter(MPI_Comm comm) {
   int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
+  REAL(MPI_Comm_test_inter)(comm, &inter);
   return inter != 0;
 }
 
@@ -131,7 +131,7 @@ int reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, in
            MPI_Request* req) {
   tp::poll();
   int me = 0;
-  PMPI_Comm_rank(comm, &me);
+  REAL(MPI_Comm_rank)(comm, &me);
   const bool inter = is_inter(comm);
   const bool result_here = inter ? root == MPI_ROOT : root == me;
   const bool contributes = inter ? root >= 0 : true;
@@ -163,7 +163,7 @@ int reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype ty
   tp::poll();
   const int n = peers_of(comm);
   int me = 0, total = 0;
-  PMPI_Comm_rank(comm, &me);
+  REAL(MPI_Comm_rank)(comm, &me);
   for (int i = 0; i < n; ++i) total += counts[i];
   const bool in_place = sb == MPI_IN_PLACE;
   return run_reduction(sb, total, rb, in_place ? total : counts[me], in_place, type, comm, req,

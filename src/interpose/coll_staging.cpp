@@ -3,6 +3,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
@@ -18,7 +19,7 @@ Pieces uniform_side(const void* buf, int n, int count, MPI_Datatype type) {
            std::vector<MPI_Datatype>(static_cast<size_t>(n), type)};
   if (count <= 0) return p;
   MPI_Aint lb = 0, extent = 0;
-  PMPI_Type_get_extent(type, &lb, &extent);
+  REAL(MPI_Type_get_extent)(type, &lb, &extent);
   for (int i = 0; i < n; ++i) p.displs[static_cast<size_t>(i)] = int64_t{i} * count * extent;
   return p;
 }
@@ -28,7 +29,7 @@ Pieces v_side(const void* buf, int n, const int* counts, const int* displs, MPI_
   Pieces p{buf, std::vector<int>(counts, counts + n), std::vector<int64_t>(static_cast<size_t>(n), 0),
            std::vector<MPI_Datatype>(static_cast<size_t>(n), type)};
   MPI_Aint lb = 0, extent = 0;
-  PMPI_Type_get_extent(type, &lb, &extent);
+  REAL(MPI_Type_get_extent)(type, &lb, &extent);
   for (int i = 0; i < n; ++i) p.displs[static_cast<size_t>(i)] = int64_t{displs[i]} * extent;
   return p;
 }
@@ -144,7 +145,7 @@ MPI_Datatype packed_type(int64_t size) {
   auto it = types.find(size);
   if (it != types.end()) return it->second;
   MPI_Datatype t = MPI_DATATYPE_NULL;
-  if (PMPI_Type_contiguous(static_cast<int>(size), MPI_BYTE, &t) != MPI_SUCCESS || PMPI_Type_commit(&t) != MPI_SUCCESS)
+  if (REAL(MPI_Type_contiguous)(static_cast<int>(size), MPI_BYTE, &t) != MPI_SUCCESS || REAL(MPI_Type_commit)(&t) != MPI_SUCCESS)
     return MPI_DATATYPE_NULL;
   types.emplace(size, t);
   return t;
@@ -232,44 +233,44 @@ bool prepare(StagedCall& c, InPlace in_place, int& rc) {
   return true;
 }
 
-int complete(std::shared_ptr<rt::Completion> c, MPI_Comm comm, MPI_Request* request, int rc) {
+int complete(std::shared_ptr<tp::Completion> c, MPI_Comm comm, MPI_Request* request, int rc) {
   if (rc != MPI_SUCCESS) return rc;  // the system MPI has reported it
   if (!request) {
     rc = c->finish();
     return rc == MPI_SUCCESS ? rc : raise(comm, rc);
   }
-  rt::PendingOp op;
-  op.kind = rt::PendingOp::Kind::kCompletion;
+  tp::PendingOp op;
+  op.kind = tp::PendingOp::Kind::kCompletion;
   op.completion = std::move(c);
-  rt::track(*request, std::move(op));
+  tp::ledger::track(*request, std::move(op));
   return MPI_SUCCESS;
 }
 
 int peers_of(MPI_Comm comm) {
   int n = 0, inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
+  REAL(MPI_Comm_test_inter)(comm, &inter);
   if (inter)
-    PMPI_Comm_remote_size(comm, &n);
+    REAL(MPI_Comm_remote_size)(comm, &n);
   else
-    PMPI_Comm_size(comm, &n);
+    REAL(MPI_Comm_size)(comm, &n);
   return n;
 }
 
 bool neighbor_counts(MPI_Comm comm, int& in, int& out) {
   int kind = MPI_UNDEFINED;
-  PMPI_Topo_test(comm, &kind);
+  REAL(MPI_Topo_test)(comm, &kind);
   int weighted = 0;
-  if (kind == MPI_DIST_GRAPH) return PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted) == MPI_SUCCESS;
+  if (kind == MPI_DIST_GRAPH) return REAL(MPI_Dist_graph_neighbors_count)(comm, &in, &out, &weighted) == MPI_SUCCESS;
   if (kind == MPI_CART) {
     int nd = 0;
-    PMPI_Cartdim_get(comm, &nd);
+    REAL(MPI_Cartdim_get)(comm, &nd);
     in = out = 2 * nd;
     return true;
   }
   if (kind == MPI_GRAPH) {
     int me = 0;
-    PMPI_Comm_rank(comm, &me);
-    PMPI_Graph_neighbors_count(comm, me, &in);
+    REAL(MPI_Comm_rank)(comm, &me);
+    REAL(MPI_Graph_neighbors_count)(comm, me, &in);
     out = in;
     return true;
   }

@@ -16,7 +16,7 @@
 
 #include "interpose/p2p_route.hpp"
 #include "runtime/gpu.hpp"
-#include "runtime/requests.hpp"
+#include "transport/ledger.hpp"
 #include "runtime/stats.hpp"
 #include "type/registry.hpp"
 
@@ -134,7 +134,7 @@ struct InPlace {
 };
 
 // A collective in flight: both sides and their staging; finish() unpacks.
-struct StagedCall final : runtime::Completion {
+struct StagedCall final : transport::Completion {
   Pieces send, recv;
   Staged ss, rs;
   bool stage_send = false, stage_recv = false;
@@ -158,7 +158,7 @@ bool prepare(StagedCall& c, InPlace in_place, int& rc);
 // After the system MPI's call returned `rc`: finishes `c` now (blocking,
 // `request` null) or when `request` completes (non-blocking). Shared by the
 // staged collectives and the reductions.
-int complete(std::shared_ptr<runtime::Completion> c, MPI_Comm comm, MPI_Request* request, int rc);
+int complete(std::shared_ptr<transport::Completion> c, MPI_Comm comm, MPI_Request* request, int rc);
 
 // Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`
 // calls the system MPI with a staged side's layout where not null and the

@@ -3,8 +3,8 @@
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/gpu.hpp"
-#include "runtime/real_mpi.hpp"
-#include "runtime/requests.hpp"
+#include "base/system_mpi.hpp"
+#include "transport/ledger.hpp"
 #include "transport/engine.hpp"
 #include "transport/peers.hpp"
 
@@ -35,8 +35,7 @@ DTMPI_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* pro
 DTMPI_EXPORT int MPI_Finalize() {
   if (dtmpi::runtime::active()) {
     // transfers still in flight (sends the application no longer waits for)
-    dtmpi::transport::drain();
-    while (dtmpi::runtime::any_tracked() && dtmpi::runtime::any_detached()) dtmpi::runtime::progress();
+    dtmpi::transport::ledger::drain();
     dtmpi::runtime::ipc_close_all();
     dtmpi::transport::finalize_peers();
     dtmpi::runtime::on_mpi_finalizing();

@@ -12,15 +12,15 @@
 // them, as MPI_Recv does.
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <unordered_map>
 
 #include "interpose/export.hpp"
 #include "interpose/p2p_route.hpp"
 #include "runtime/lifecycle.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "runtime/status.hpp"
 #include "transport/engine.hpp"
+#include "transport/ledger.hpp"
+#include "transport/matched.hpp"
 #include "transport/peers.hpp"
 #include "transport/stash.hpp"
 
@@ -30,61 +30,49 @@ using dtmpi::interpose::raise;
 
 namespace {
 
-struct Matched {
-  MPI_Comm comm = MPI_COMM_NULL;     // errors of the matched receive go to its handler
-  std::unique_ptr<tp::Stashed> taken;  // dtmpi holds the message; the handle is a stand-in ...
-  MPI_Request stand_in_send = MPI_REQUEST_NULL;  // ... whose send completes once it is received (MPICH)
-};
+using Matched = tp::MatchedMessage;
 
-struct Table {
+// Where stand-ins come from: a duplicate of MPI_COMM_SELF, made at first use.
+struct StandIns {
   std::mutex mu;
-  std::unordered_map<MPI_Message, Matched> messages;  // probed, not yet received
-  MPI_Comm self = MPI_COMM_NULL;                      // where stand-ins come from
+  MPI_Comm self = MPI_COMM_NULL;
 };
 // never destroyed: MPI calls may still come from other static destructors
-Table& table() {
-  static Table* t = new Table;
+StandIns& stand_ins() {
+  static StandIns* t = new StandIns;
   return *t;
 }
 
 void remember(MPI_Message m, MPI_Comm comm, std::unique_ptr<tp::Stashed> taken,
               MPI_Request stand_in_send = MPI_REQUEST_NULL) {
   if (m == MPI_MESSAGE_NO_PROC || m == MPI_MESSAGE_NULL) return;
-  auto& t = table();
-  std::lock_guard lock(t.mu);
-  t.messages[m] = Matched{comm, std::move(taken), stand_in_send};
-}
-
-std::optional<Matched> forget(MPI_Message m) {
-  auto& t = table();
-  std::lock_guard lock(t.mu);
-  auto it = t.messages.find(m);
-  if (it == t.messages.end()) return std::nullopt;
-  Matched out = std::move(it->second);
-  t.messages.erase(it);
-  return out;
+  auto e = std::make_shared<Matched>();
+  e->comm = comm;
+  e->taken = std::move(taken);
+  e->stand_in_send = stand_in_send;
+  tp::ledger::put_matched(m, std::move(e));
 }
 
 // A message handle of dtmpi's own: zero bytes to itself, matched. The send
 // stays in `send` until the stand-in is received (MPICH completes a send to
 // itself only then).
 int stand_in(MPI_Message* out, MPI_Request* send) {
-  auto& t = table();
+  auto& t = stand_ins();
   MPI_Comm self;
   {
     std::lock_guard lock(t.mu);
     if (t.self == MPI_COMM_NULL)
-      if (int rc = PMPI_Comm_dup(MPI_COMM_SELF, &t.self); rc != MPI_SUCCESS) return rc;
+      if (int rc = REAL(MPI_Comm_dup)(MPI_COMM_SELF, &t.self); rc != MPI_SUCCESS) return rc;
     self = t.self;
   }
-  if (int rc = PMPI_Isend(nullptr, 0, MPI_BYTE, 0, 0, self, send); rc != MPI_SUCCESS) return rc;
-  return PMPI_Mprobe(0, 0, self, out, MPI_STATUS_IGNORE);
+  if (int rc = REAL(MPI_Isend)(nullptr, 0, MPI_BYTE, 0, 0, self, send); rc != MPI_SUCCESS) return rc;
+  return REAL(MPI_Mprobe)(0, 0, self, out, MPI_STATUS_IGNORE);
 }
 
 // Receives a stand-in message and completes its send.
 void retire(MPI_Message* message, Matched& m) {
-  PMPI_Mrecv(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);  // sets MPI_MESSAGE_NULL
-  PMPI_Wait(&m.stand_in_send, MPI_STATUS_IGNORE);
+  REAL(MPI_Mrecv)(nullptr, 0, MPI_BYTE, message, MPI_STATUS_IGNORE);  // sets MPI_MESSAGE_NULL
+  REAL(MPI_Wait)(&m.stand_in_send, MPI_STATUS_IGNORE);
 }
 
 // Gives the application a message dtmpi holds; `seen`: the status of the
@@ -118,7 +106,7 @@ DTMPI_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_
   }
   if (*message != MPI_MESSAGE_NO_PROC) rt::observe_error_write(rt::ErrorWrites::kImprobe, st);
   MPI_Count bytes = 0;
-  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &bytes);
   if (bytes == tp::kDescriptorBytes && tp::descriptors_possible() && *message != MPI_MESSAGE_NO_PROC) {
     tp::Stashed e;  // maybe a descriptor: read it now, report the real size
     if (rc = tp::read_matched(message, comm, st, e); rc != MPI_SUCCESS) return raise(comm, rc);
@@ -152,7 +140,7 @@ int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* messag
     return request ? REAL(MPI_Imrecv)(buf, count, type, message, request)
                    : REAL(MPI_Mrecv)(buf, count, type, message, status);
   };
-  std::optional<Matched> m = rt::active() && message ? forget(*message) : std::nullopt;
+  std::shared_ptr<Matched> m = rt::active() && message ? tp::ledger::take_matched(*message) : nullptr;
   if (!m) return pass_through();
   tp::poll();
   if (m->taken) {
@@ -165,9 +153,8 @@ int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* messag
     if (r.buffer.refused) return dtmpi::interpose::refuse(m->comm, r.buffer);
     return pass_through();
   }
-  const dtmpi::interpose::Arrival from{MPI_ANY_SOURCE, MPI_ANY_TAG, message};
-  return request ? dtmpi::interpose::post_one_message(r.buffer, m->comm, from, request)
-                 : dtmpi::interpose::receive_one_message(r.buffer, m->comm, from, status);
+  const tp::Arrival from{MPI_ANY_SOURCE, MPI_ANY_TAG, message};
+  return dtmpi::interpose::result(m->comm, tp::receive(r, m->comm, from, status, request));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "interpose/p2p_route.hpp"
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "runtime/config.hpp"
 #include "runtime/lifecycle.hpp"
@@ -28,7 +29,7 @@ bool may_stage(MPI_Datatype type, HostPacking host) {
   if (!rt::active()) return false;
   if (rt::gpu_enabled()) return true;  // depends on where the buffer lives
   // host memory only: derived types (plans), if any host rule applies
-  return (rt::config().test_stage_host || (host == HostPacking::kWhereBetter && rt::config().host_staging)) &&
+  return (rt::test_hooks().stage_host || (host == HostPacking::kWhereBetter && rt::config().host_staging)) &&
          type::find_plan(type) != nullptr;
 }
 
@@ -43,7 +44,7 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   if (!rt::on_gpu(b.info)) {
     // host memory: derived types dtmpi packs better (or any, in the host test mode)
     const bool better = host == HostPacking::kWhereBetter && known && host_packs_better(*known, count);
-    if (!known || (!rt::config().test_stage_host && !better)) return false;
+    if (!known || (!rt::test_hooks().stage_host && !better)) return false;
   }
   b.plan = type::plan_for(type);
   if (!b.plan) {
@@ -128,8 +129,23 @@ bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBu
   return !rt::on_gpu(b.info) || b.plan;
 }
 
+int result(MPI_Comm comm, const Status& s) {
+  if (s) return MPI_SUCCESS;
+  const Error& e = s.error();
+  if (e.reported) return e.code;
+  if (!e.what.empty()) DTMPI_LOG(kError, "%s", e.what.c_str());
+  return raise(comm, e.code);
+}
+
+int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
+                 MPI_Request* request) {
+  transport::UserBuffer b;
+  if (!describe_receive(buf, count, type, b)) return raise(comm, MPI_ERR_TYPE);
+  return result(comm, transport::receive_stashed(b, comm, e, status, request));
+}
+
 int raise(MPI_Comm comm, int code) {
-  PMPI_Comm_call_errhandler(comm, code);
+  REAL(MPI_Comm_call_errhandler)(comm, code);
   return code;
 }
 

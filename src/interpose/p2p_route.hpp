@@ -3,6 +3,8 @@
 #pragma once
 #include <mpi.h>
 
+#include "base/result.hpp"
+#include "transport/p2p.hpp"
 #include "transport/stash.hpp"
 #include "transport/transfer.hpp"
 
@@ -28,11 +30,7 @@ bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
 // packed bytes with the receiver's own datatype (runtime::host_receive_direct).
 HostPacking receive_packing();
 
-struct RecvRoute {
-  transport::UserBuffer buffer;
-  bool staged = false;  // lands in a staging buffer (else in the user's buffer)
-  bool multi = false;   // may meet a multi-message descriptor: a transport::ReceiveOp
-};
+using transport::RecvRoute;
 // False: a plain receive the system MPI handles alone. Receives of
 // `multi_min` bytes and more may meet a descriptor (transport::kMultiMin for
 // point to point; the collectives' pieces from transport::kInPlaceMin).
@@ -48,18 +46,6 @@ int irecv_piece(void* buf, int count, MPI_Datatype type, int source, int tag, MP
 // by dtmpi whatever the memory). False if the type cannot be sized.
 bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
 
-// Where a single-message receive's packed bytes come from: (source, tag) on
-// the communicator, or a message a matched probe returned.
-struct Arrival {
-  int source = MPI_ANY_SOURCE, tag = MPI_ANY_TAG;
-  MPI_Message* message = nullptr;
-};
-// A single-message staged receive into `b` (interpose/p2p.cpp): blocking
-// (lands the packed bytes, fills the status) or non-blocking (returns the
-// request dtmpi tracks). MPI_Recv/MPI_Irecv and MPI_Mrecv/MPI_Imrecv share them.
-int receive_one_message(const transport::UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Status* status);
-int post_one_message(const transport::UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Request* request);
-
 // A receive of a message a probe took (transport/stash.hpp); `request`
 // null: blocking.
 int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
@@ -67,5 +53,9 @@ int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transpo
 
 // Passes `code` to the communicator's error handler and returns it.
 int raise(MPI_Comm comm, int code);
+// The boundary of the error idiom: the MPI code a call returns for `s`. An
+// Error is logged (where it says what failed) and passed to the
+// communicator's error handler, unless the system MPI already did (Error::reported).
+int result(MPI_Comm comm, const Status& s);
 
 }  // namespace dtmpi::interpose

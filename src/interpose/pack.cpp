@@ -17,7 +17,7 @@
 #include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/lifecycle.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
 #include "type/registry.hpp"
@@ -63,7 +63,7 @@ const PackPlan* servable(int count, MPI_Datatype type, const void* user, const v
 }
 
 int raise(MPI_Comm comm, int code) {
-  PMPI_Comm_call_errhandler(comm, code);
+  REAL(MPI_Comm_call_errhandler)(comm, code);
   return code;
 }
 

@@ -15,9 +15,9 @@
 
 #include "base/trace.hpp"
 #include "interpose/export.hpp"
-#include "interpose/persistent.hpp"
-#include "runtime/real_mpi.hpp"
-#include "runtime/requests.hpp"
+#include "transport/persistent.hpp"
+#include "base/system_mpi.hpp"
+#include "transport/ledger.hpp"
 #include "runtime/status.hpp"
 #include "transport/engine.hpp"
 
@@ -26,14 +26,13 @@ namespace tp = dtmpi::transport;
 
 namespace {
 
-// Anything for dtmpi to do: tracked requests, transfers in flight, or
-// generalized requests of dtmpi's whose errors need restoring.
-inline bool idle() { return !rt::any_tracked() && !tp::busy() && !tp::requests_live(); }
+namespace ledger = dtmpi::transport::ledger;
 
-void progress_all() {
-  tp::poll();
-  rt::progress();
-}
+// Anything for dtmpi to do (the ledger's one counter): tracked requests,
+// active persistent requests, transfers in flight, generalized requests of
+// dtmpi's whose errors need restoring, stashed messages.
+inline bool idle() { return ledger::idle(); }
+inline void progress_all() { ledger::progress(); }
 
 // Folds an error of dtmpi's own work (`frc`) into the call's code.
 void fold(int frc, int& rc) {
@@ -42,11 +41,8 @@ void fold(int frc, int& rc) {
 
 // Finishes the claimed ops of slots 0..n) of a Waitall/Testall that completed
 // them all (statuses[i] for slot i).
-void finish_slots(rt::ClaimedOps& claimed, int n, MPI_Status* statuses, int& rc) {
-  if (claimed.empty()) return;
-  std::vector<int> slots(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) slots[static_cast<size_t>(i)] = i;
-  fold(claimed.finish_all(slots.data(), statuses, n), rc);
+void finish_slots(ledger::ClaimedOps& claimed, int n, MPI_Status* statuses, int& rc) {
+  if (!claimed.empty()) fold(claimed.finish_first(n, statuses), rc);
 }
 
 // While transfers are in flight a blocking wait must not sleep inside the
@@ -68,7 +64,7 @@ int wait_by_testing(Test test) {
 void progress_until_complete(const MPI_Request* reqs, int n) {
   for (int i = 0; i < n && tp::busy();) {
     int flag = 0;
-    if (reqs[i] == MPI_REQUEST_NULL || PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+    if (reqs[i] == MPI_REQUEST_NULL || REAL(MPI_Request_get_status)(reqs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
         flag) {
       ++i;  // complete (or failed: the system MPI's wait reports it)
       continue;
@@ -102,17 +98,17 @@ void copy_out(const rt::CallStatuses& st, MPI_Status* out, int n) {
 // their operations' requests.
 template <class Call>
 int with_operations(MPI_Request* reqs, int n, Call call) {
-  if (!dtmpi::interpose::persistent::any_active()) return call();
-  dtmpi::interpose::persistent::HandleSwap swap(reqs, n);
+  if (!tp::persistent::any_active()) return call();
+  tp::persistent::HandleSwap swap(reqs, n);
   return call();
 }
 
 int wait(MPI_Request* request, MPI_Status* status) {
   if (idle()) return REAL(MPI_Wait)(request, status);
   if (tp::busy()) return wait_by_testing([&](int& flag) { return MPI_Test(request, &flag, status); });
-  rt::progress();
+  progress_all();
   const MPI_Request orig = *request;
-  rt::ClaimedOps claimed(request, 1);
+  ledger::ClaimedOps claimed(request, 1);
   rt::CallStatuses st(status, 1);
   tp::begin_completions();
   int rc = REAL(MPI_Wait)(request, st.data());
@@ -127,7 +123,7 @@ int test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (idle()) return REAL(MPI_Test)(request, flag, status);
   progress_all();
   const MPI_Request orig = *request;
-  rt::ClaimedOps claimed(request, 1);
+  ledger::ClaimedOps claimed(request, 1);
   rt::CallStatuses st(status, 1);
   tp::begin_completions();
   int rc = REAL(MPI_Test)(request, flag, st.data());
@@ -144,7 +140,7 @@ int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   progress_until_complete(requests, count);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  rt::ClaimedOps claimed(requests, count);
+  ledger::ClaimedOps claimed(requests, count);
   rt::CallStatuses st(statuses, count);
   tp::begin_completions();
   int rc = REAL(MPI_Waitall)(count, requests, st.data());
@@ -160,7 +156,7 @@ int testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[])
   if (idle()) return REAL(MPI_Testall)(count, requests, flag, statuses);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  rt::ClaimedOps claimed(requests, count);
+  ledger::ClaimedOps claimed(requests, count);
   rt::CallStatuses st(statuses, count);
   tp::begin_completions();
   int rc = REAL(MPI_Testall)(count, requests, flag, st.data());
@@ -175,9 +171,9 @@ int waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (idle()) return REAL(MPI_Waitany)(count, requests, index, status);
   if (tp::busy())
     return wait_by_testing([&](int& flag) { return MPI_Testany(count, requests, index, &flag, status); });
-  rt::progress();
+  progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  rt::ClaimedOps claimed(requests, count);
+  ledger::ClaimedOps claimed(requests, count);
   rt::CallStatuses st(status, 1);
   tp::begin_completions();
   int rc = REAL(MPI_Waitany)(count, requests, index, st.data());
@@ -192,7 +188,7 @@ int testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status
   if (idle()) return REAL(MPI_Testany)(count, requests, index, flag, status);
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + count);
-  rt::ClaimedOps claimed(requests, count);
+  ledger::ClaimedOps claimed(requests, count);
   rt::CallStatuses st(status, 1);
   tp::begin_completions();
   int rc = REAL(MPI_Testany)(count, requests, index, flag, st.data());
@@ -210,7 +206,7 @@ using SomeFn = int (*)(int, MPI_Request[], int*, int[], MPI_Status[]);
 int some(SomeFn fn, int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   progress_all();
   std::vector<MPI_Request> orig(requests, requests + incount);
-  rt::ClaimedOps claimed(requests, incount);
+  ledger::ClaimedOps claimed(requests, incount);
   rt::CallStatuses st(statuses, incount);
   tp::begin_completions();
   int rc = fn(incount, requests, outcount, indices, st.data());
@@ -270,8 +266,8 @@ DTMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount
 }
 
 DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
-  if (int rc; dtmpi::interpose::persistent::free_handle(request, rc)) return rc;
-  if (rt::any_tracked() && request && rt::detach(*request)) {
+  if (int rc; tp::persistent::free_handle(request, rc)) return rc;
+  if (request && ledger::detach(*request)) {
     *request = MPI_REQUEST_NULL;  // dtmpi keeps the real request and finishes it later
     return MPI_SUCCESS;
   }
@@ -279,7 +275,8 @@ DTMPI_EXPORT int MPI_Request_free(MPI_Request* request) {
 }
 
 DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
-  if (int rc; dtmpi::interpose::persistent::get_status(request, flag, status, rc)) return rc;
+  // an active dtmpi persistent request: the status of its operation
+  tp::persistent::active_operation(request, request);
   if (idle()) return REAL(MPI_Request_get_status)(request, flag, status);
   progress_all();
   rt::CallStatuses st(status, 1);
@@ -289,7 +286,7 @@ DTMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Stat
   if (*flag) restore_errors(&request, 1, st, rc, true);
   // complete: finish now so the data is in place when the application looks;
   // the later MPI_Wait/MPI_Test then finds nothing left to do
-  if (*flag && rt::any_tracked()) fold(rt::finish_tracked(request, &st[0]), rc);
+  if (*flag && ledger::any_tracked()) fold(ledger::finish_tracked(request, &st[0]), rc);
   st.copy_out(0, status);
   return rc;
 }

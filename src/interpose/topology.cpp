@@ -9,7 +9,7 @@
 #include "interpose/export.hpp"
 #include "runtime/config.hpp"
 #include "runtime/lifecycle.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "topology/placement.hpp"
 
 namespace topo = dtmpi::topology;
@@ -34,21 +34,21 @@ int create_placed(MPI_Comm comm, const topo::Adjacency& mine, bool weighted, MPI
       rc != MPI_SUCCESS)
     return rc;
   int me = 0, n = 0;
-  PMPI_Comm_rank(comm, &me);
-  PMPI_Comm_size(comm, &n);
+  REAL(MPI_Comm_rank)(comm, &me);
+  REAL(MPI_Comm_size)(comm, &n);
   // computed on rank 0 and broadcast: every process must agree
   std::vector<int> vertex(static_cast<size_t>(n), -1);
   if (me == 0) {
     auto v = topo::place_vertices(all, nodes);
     if (!v.empty()) vertex = v;
   }
-  PMPI_Bcast(vertex.data(), n, MPI_INT, 0, comm);
+  REAL(MPI_Bcast)(vertex.data(), n, MPI_INT, 0, comm);
   if (vertex[0] < 0) {
     if (me == 0) DTMPI_LOG(kInfo, "Dist_graph reorder: nodes hold different numbers of ranks; not reordered");
     return MPI_SUCCESS;
   }
   MPI_Comm renumbered;
-  int rc = PMPI_Comm_split(comm, 0, vertex[static_cast<size_t>(me)], &renumbered);
+  int rc = REAL(MPI_Comm_split)(comm, 0, vertex[static_cast<size_t>(me)], &renumbered);
   if (rc != MPI_SUCCESS) return rc;
   const auto& a = all[static_cast<size_t>(vertex[static_cast<size_t>(me)])];  // the vertex this process now plays
   const int in = static_cast<int>(a.sources.size()), outd = static_cast<int>(a.destinations.size());
@@ -58,7 +58,7 @@ int create_placed(MPI_Comm comm, const topo::Adjacency& mine, bool weighted, MPI
   };
   rc = REAL(MPI_Dist_graph_create_adjacent)(renumbered, in, a.sources.data(), wptr(a.source_weights, in), outd,
                                             a.destinations.data(), wptr(a.destination_weights, outd), info, 0, out);
-  PMPI_Comm_free(&renumbered);
+  REAL(MPI_Comm_free)(&renumbered);
   *placed = rc == MPI_SUCCESS;
   return rc;
 }
@@ -66,7 +66,7 @@ int create_placed(MPI_Comm comm, const topo::Adjacency& mine, bool weighted, MPI
 bool reorderable(MPI_Comm comm, int reorder) {
   if (!reorder || !dtmpi::runtime::active()) return false;
   int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
+  REAL(MPI_Comm_test_inter)(comm, &inter);
   return !inter;
 }
 
@@ -97,8 +97,8 @@ int create_general(MPI_Comm comm_old, int n, const int sources[], const int degr
     // any process may declare any edge: gather them all, then give every
     // vertex its own in- and out-lists (adjacent form)
     int size = 0, me = 0;
-    PMPI_Comm_size(comm_old, &size);
-    PMPI_Comm_rank(comm_old, &me);
+    REAL(MPI_Comm_size)(comm_old, &size);
+    REAL(MPI_Comm_rank)(comm_old, &me);
     std::vector<int> edges;  // (src, dst, weight) triples
     for (int i = 0, at = 0; i < n; ++i)
       for (int j = 0; j < degrees[i]; ++j, ++at) {
@@ -108,11 +108,11 @@ int create_general(MPI_Comm comm_old, int n, const int sources[], const int degr
       }
     int count = static_cast<int>(edges.size());
     std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-    PMPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_old);
+    REAL(MPI_Allgather)(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_old);
     int total = 0;
     for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
     std::vector<int> all(static_cast<size_t>(std::max(total, 1)));
-    PMPI_Allgatherv(edges.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm_old);
+    REAL(MPI_Allgatherv)(edges.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm_old);
     topo::Adjacency mine;
     for (int e = 0; e + 2 < total; e += 3) {
       const int s = all[static_cast<size_t>(e)], d = all[static_cast<size_t>(e + 1)], w = all[static_cast<size_t>(e + 2)];

@@ -2,7 +2,7 @@
 // built at first use) and dropped at free.
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 #include "type/registry.hpp"
 
 namespace rt = dtmpi::runtime;

@@ -29,7 +29,7 @@ Result<PooledBuffer> BufferPool::acquire(size_t bytes) {
     int prev = 0;
     DTMPI_CUDA_CHECK(cudaGetDevice(&prev));
     if (prev != device_) DTMPI_CUDA_CHECK(cudaSetDevice(device_));
-    cudaError_t rc = config().test_managed_pool ? cudaMallocManaged(&p, cap) : cudaMalloc(&p, cap);
+    cudaError_t rc = test_hooks().managed_pool ? cudaMallocManaged(&p, cap) : cudaMalloc(&p, cap);
     if (prev != device_) cudaSetDevice(prev);
     DTMPI_CUDA_CHECK(rc);
   } else {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/log.hpp"
+#include "base/trace.hpp"
 
 extern char** environ;
 
@@ -77,6 +78,22 @@ std::string lower(const char* s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+// A free-form value (a path): the empty string when unset.
+std::string text(const char* name) {
+  const char* v = value_of(name);
+  return v ? v : "";
+}
+
+// Where the performance model is kept: DTMPI_CACHE_DIR, else the XDG cache
+// directory, else ~/.cache, else /tmp (the non-DTMPI variables are the
+// desktop conventions every tool follows).
+std::string cache_dir() {
+  if (const char* d = value_of("DTMPI_CACHE_DIR")) return d;
+  if (const char* x = value_of("XDG_CACHE_HOME")) return std::string(x) + "/dtmpi";
+  if (const char* h = value_of("HOME")) return std::string(h) + "/.cache/dtmpi";
+  return "/tmp/dtmpi-cache";
 }
 
 void reject(const char* name, const char* value, const std::string& expected, const std::string& used) {
@@ -182,12 +199,25 @@ Config read_environment() {
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);
-  c.test_stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
-  c.test_managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
-  c.test_refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
-  c.test_ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0, INT32_MAX, false);
+  c.cache_dir = cache_dir();
+  c.trace = text("DTMPI_TRACE");
   log::g_level.store(level_of(c.log));
+  trace::configure(c.trace.c_str());
   return c;
+}
+
+TestHooks read_test_hooks() {
+  TestHooks t;
+  t.stage_host = flag("DTMPI_TEST_STAGE_HOST", false);
+  t.managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
+  t.refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
+  t.ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0, INT32_MAX, false);
+  return t;
+}
+
+TestHooks& hooks() {
+  static TestHooks t = read_test_hooks();
+  return t;
 }
 
 // Read on first use (a function-local static: no dependence on the order in
@@ -199,9 +229,19 @@ Config& current() {
 
 }  // namespace
 
-void reload_config() { current() = read_environment(); }
+void reload_config() {
+  current() = read_environment();
+  hooks() = read_test_hooks();
+}
 
 const Config& config() { return current(); }
+const TestHooks& test_hooks() { return hooks(); }
+
+namespace {
+// Read when the library is loaded, so that tracing (DTMPI_TRACE) covers the
+// first calls too.
+__attribute__((constructor)) void read_at_load() { (void)config(); }
+}  // namespace
 
 std::vector<std::string> invalid_values() {
   (void)config();  // the first read fills the list

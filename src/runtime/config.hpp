@@ -40,19 +40,29 @@ struct Config {
   bool pack_async = false;
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)
-  // DTMPI_TEST_STAGE_HOST=1 (tests only): host buffers of derived types take
-  // the staged point-to-point path too, so CI without GPUs exercises it
-  bool test_stage_host = false;
-  // DTMPI_TEST_MANAGED_POOL=1 (tests only): pooled "device" buffers are
-  // managed memory, so a system MPI that is not CUDA-aware can stand in for
-  // one that is (with DTMPI_CUDA_AWARE=1)
-  bool test_managed_pool = false;
-  // DTMPI_TEST_REFUSE_IPC=1 (tests only): receivers do not map senders' GPU
-  // buffers over CUDA IPC but ask for the bytes, as where a mapping fails
-  bool test_refuse_ipc = false;
-  // DTMPI_TEST_IPC_CACHE=N (tests only): at most N (>= 2) peer mappings kept
-  // open (default 64), so that closing mappings is exercised
-  int64_t test_ipc_cache = 0;
+  // DTMPI_CACHE_DIR, else $XDG_CACHE_HOME/dtmpi, else $HOME/.cache/dtmpi,
+  // else /tmp/dtmpi-cache: where the performance model is kept
+  std::string cache_dir;
+  std::string trace;  // DTMPI_TRACE: path prefix of the trace files (empty: off; base/trace.hpp)
+};
+
+// The test suite's own settings (DTMPI_TEST_*), kept apart from the
+// production configuration: nothing but tests sets them, and each one says
+// what it makes the library do that production never does.
+struct TestHooks {
+  // DTMPI_TEST_STAGE_HOST=1: host buffers of derived types take the staged
+  // point-to-point path too, so CI without GPUs exercises it
+  bool stage_host = false;
+  // DTMPI_TEST_MANAGED_POOL=1: pooled "device" buffers are managed memory, so
+  // a system MPI that is not CUDA-aware can stand in for one that is (with
+  // DTMPI_CUDA_AWARE=1)
+  bool managed_pool = false;
+  // DTMPI_TEST_REFUSE_IPC=1: receivers do not map senders' GPU buffers over
+  // CUDA IPC but ask for the bytes, as where a mapping fails
+  bool refuse_ipc = false;
+  // DTMPI_TEST_IPC_CACHE=N: at most N (>= 2) peer mappings kept open
+  // (default 64), so that closing mappings is exercised
+  int64_t ipc_cache = 0;
 };
 
 struct VariableDoc {
@@ -63,6 +73,7 @@ struct VariableDoc {
 extern const std::vector<VariableDoc> kVariables;
 
 const Config& config();
+const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();
 // Known variables whose values were invalid, one sentence each ("DTMPI_LOG=xyz

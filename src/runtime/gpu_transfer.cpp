@@ -192,7 +192,7 @@ struct Imported {
 // least 2: a receive maps the sender's buffer, then its ready counter, before
 // it queues the read, and the first must survive the second).
 size_t max_imported() {
-  const int64_t n = config().test_ipc_cache;
+  const int64_t n = test_hooks().ipc_cache;
   return n > 0 ? static_cast<size_t>(std::max<int64_t>(n, 2)) : 64;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "runtime/config.hpp"
@@ -17,7 +18,7 @@ bool active() { return !config().disable; }
 
 void on_mpi_initialized() {
   int rank = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &rank);
   log::set_rank(rank);
   trace::dump_on_signal(rank);
   if (rank == 0) {
@@ -32,12 +33,12 @@ void on_mpi_initialized() {
 void on_mpi_finalizing() {
   if (trace::g_enabled.load()) {
     int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &rank);
     trace::dump(rank);
   }
   if (config().stats) {
     int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &rank);
     std::fprintf(stderr, "[dtmpi stats rank %d] %s\n", rank, format_stats().c_str());
     if (gpu_enabled()) std::fprintf(stderr, "[dtmpi stats rank %d] pools: %s\n", rank, gpu_pool_stats().c_str());
   }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "base/system_mpi.hpp"
 #include "runtime/system_info.hpp"
 
 namespace dtmpi::runtime {
@@ -66,9 +67,9 @@ bool writes_error(ErrorWrites call) {
     MPI_Status st = seeded(MPI_STATUS_IGNORE);
     int dummy = 0;
     if (call == ErrorWrites::kSendrecv)
-      PMPI_Sendrecv(&dummy, 0, MPI_INT, MPI_PROC_NULL, 0, &dummy, 0, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_SELF, &st);
+      REAL(MPI_Sendrecv)(&dummy, 0, MPI_INT, MPI_PROC_NULL, 0, &dummy, 0, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_SELF, &st);
     else
-      PMPI_Sendrecv_replace(&dummy, 0, MPI_INT, MPI_PROC_NULL, 0, MPI_PROC_NULL, 0, MPI_COMM_SELF, &st);
+      REAL(MPI_Sendrecv_replace)(&dummy, 0, MPI_INT, MPI_PROC_NULL, 0, MPI_PROC_NULL, 0, MPI_COMM_SELF, &st);
     observe_error_write(call, st);
     v = w.load(std::memory_order_relaxed);
   }
@@ -81,7 +82,7 @@ int64_t truncated_count(int64_t message_bytes, int64_t receive_bytes) {
 }
 
 void set_bytes(MPI_Status* st, int64_t bytes) {
-  PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(bytes));
+  REAL(MPI_Status_set_elements_x)(st, MPI_BYTE, static_cast<MPI_Count>(bytes));
 }
 
 }  // namespace dtmpi::runtime

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include "base/system_mpi.hpp"
 #include "runtime/config.hpp"
 
 namespace dtmpi::runtime {
@@ -17,7 +18,7 @@ CudaAware mpi_cuda_aware() {
 std::string mpi_library_version() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
-  if (PMPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown";
+  if (REAL(MPI_Get_library_version)(buf, &len) != MPI_SUCCESS) return "unknown";
   std::string s(buf, static_cast<size_t>(len));
   auto nl = s.find('\n');
   if (nl != std::string::npos) s.resize(nl);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/system_mpi.hpp"
 #include "topology/partition.hpp"
 
 namespace dtmpi::topology {
@@ -47,10 +48,10 @@ std::vector<int> place_vertices(const std::vector<Adjacency>& graph, const std::
 
 int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency>& all) {
   int n = 0;
-  PMPI_Comm_size(comm, &n);
+  REAL(MPI_Comm_size)(comm, &n);
   int deg[2] = {static_cast<int>(mine.sources.size()), static_cast<int>(mine.destinations.size())};
   std::vector<int> degs(static_cast<size_t>(2 * n));
-  int rc = PMPI_Allgather(deg, 2, MPI_INT, degs.data(), 2, MPI_INT, comm);
+  int rc = REAL(MPI_Allgather)(deg, 2, MPI_INT, degs.data(), 2, MPI_INT, comm);
   if (rc != MPI_SUCCESS) return rc;
   // one flat list per process: sources, source weights, destinations, destination weights
   std::vector<int> flat;
@@ -66,7 +67,7 @@ int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency
     total += counts[static_cast<size_t>(r)];
   }
   std::vector<int> everything(static_cast<size_t>(std::max(total, 1)));
-  rc = PMPI_Allgatherv(flat.data(), static_cast<int>(flat.size()), MPI_INT, everything.data(), counts.data(),
+  rc = REAL(MPI_Allgatherv)(flat.data(), static_cast<int>(flat.size()), MPI_INT, everything.data(), counts.data(),
                        displs.data(), MPI_INT, comm);
   if (rc != MPI_SUCCESS) return rc;
   all.assign(static_cast<size_t>(n), Adjacency{});
@@ -84,20 +85,20 @@ int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency
 
 int node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_of_rank) {
   int n = 0, me = 0;
-  PMPI_Comm_size(comm, &n);
-  PMPI_Comm_rank(comm, &me);
+  REAL(MPI_Comm_size)(comm, &n);
+  REAL(MPI_Comm_rank)(comm, &me);
   node_of_rank.resize(static_cast<size_t>(n));
   if (ranks_per_node > 0) {
     for (int r = 0; r < n; ++r) node_of_rank[static_cast<size_t>(r)] = r / ranks_per_node;
     return MPI_SUCCESS;
   }
   MPI_Comm node;
-  int rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int rc = REAL(MPI_Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   if (rc != MPI_SUCCESS) return rc;
   int leader = me;
-  PMPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
-  PMPI_Comm_free(&node);
-  return PMPI_Allgather(&leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, comm);
+  REAL(MPI_Allreduce)(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
+  REAL(MPI_Comm_free)(&node);
+  return REAL(MPI_Allgather)(&leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, comm);
 }
 
 }  // namespace dtmpi::topology

@@ -4,9 +4,11 @@
 #include <mutex>
 #include <vector>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/status.hpp"
+#include "transport/ledger.hpp"
 
 namespace dtmpi::transport {
 
@@ -58,6 +60,7 @@ int query_fn(void* extra, MPI_Status* status) {
 
 int free_fn(void* extra) {
   g_live_requests.fetch_sub(1, std::memory_order_relaxed);
+  ledger::remove_work();
   unref(static_cast<GrequestState*>(extra));
   return MPI_SUCCESS;
 }
@@ -81,7 +84,7 @@ void result_status(const Operation& op, MPI_Status& into) {
     into.MPI_SOURCE = op.source;
     into.MPI_TAG = op.tag;
     runtime::set_bytes(&into, op.bytes);
-    PMPI_Status_set_cancelled(&into, op.cancelled ? 1 : 0);
+    REAL(MPI_Status_set_cancelled)(&into, op.cancelled ? 1 : 0);
   }
   into.MPI_ERROR = keep;
 }
@@ -123,12 +126,13 @@ void progress() {
       result_status(*en.op, s->status);
       s->error = en.op->error;
       s->op = nullptr;
-      PMPI_Grequest_complete(en.request);
+      REAL(MPI_Grequest_complete)(en.request);
       unref(s);
     }
     e.ops[i] = std::move(e.ops.back());
     e.ops.pop_back();
     g_active_ops.fetch_sub(1, std::memory_order_relaxed);
+    ledger::remove_work();
   }
   t_in_progress = false;
 }
@@ -138,14 +142,18 @@ void start_background(std::unique_ptr<Operation> op) {
   std::lock_guard lock(e.mu);
   e.ops.push_back(Entry{std::move(op), nullptr, MPI_REQUEST_NULL});
   g_active_ops.fetch_add(1, std::memory_order_relaxed);
+  ledger::add_work();
 }
 
 int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
   auto* state = new GrequestState;
   state->op = op.get();
-  int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, state, request);
+  int rc = REAL(MPI_Grequest_start)(query_fn, free_fn, cancel_fn, state, request);
   state->request = *request;
-  if (rc == MPI_SUCCESS) g_live_requests.fetch_add(1, std::memory_order_relaxed);
+  if (rc == MPI_SUCCESS) {
+    g_live_requests.fetch_add(1, std::memory_order_relaxed);
+    ledger::add_work();
+  }
   if (rc != MPI_SUCCESS) {
     // its system requests are posted and its buffers in use: it runs to its
     // end unobserved rather than being torn down under them
@@ -157,6 +165,7 @@ int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
   std::lock_guard lock(e.mu);
   e.ops.push_back(Entry{std::move(op), state, *request});
   g_active_ops.fetch_add(1, std::memory_order_relaxed);
+  ledger::add_work();
   return MPI_SUCCESS;
 }
 
@@ -168,7 +177,7 @@ int run(Operation& op, MPI_Status* status) {
   return op.error;
 }
 
-void drain() {
+void drain_operations() {
   if (!runtime::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   const auto t0 = std::chrono::steady_clock::now();
   bool warned = false;

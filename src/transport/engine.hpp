@@ -77,7 +77,7 @@ int run(Operation& op, MPI_Status* status);
 // Writes op's result into `status`, MPI_ERROR aside: a blocking call leaves
 // it alone, as the system MPI's MPI_Recv does.
 void fill_status(const Operation& op, MPI_Status* status);
-// At MPI_Finalize: finishes everything still in flight.
-void drain();
+// At MPI_Finalize: finishes every operation still in flight (ledger::drain).
+void drain_operations();
 
 }  // namespace dtmpi::transport

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
@@ -64,36 +65,36 @@ int delete_rank_map(MPI_Comm, int, void* value, void*) {
 int init_peers() {
   Peers& p = peers();
   if (p.ready) return MPI_SUCCESS;
-  int rc = PMPI_Comm_dup(MPI_COMM_WORLD, &p.comm);
+  int rc = REAL(MPI_Comm_dup)(MPI_COMM_WORLD, &p.comm);
   if (rc != MPI_SUCCESS) return rc;
-  PMPI_Comm_set_name(p.comm, const_cast<char*>("dtmpi private"));
-  PMPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
+  REAL(MPI_Comm_set_name)(p.comm, const_cast<char*>("dtmpi private"));
+  REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &p.rank);
   int size = 0;
-  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  REAL(MPI_Comm_size)(MPI_COMM_WORLD, &size);
   void* ub = nullptr;
   int flag = 0;
-  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  REAL(MPI_Comm_get_attr)(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   if (flag) p.id_limit = (*static_cast<int*>(ub) - 1) / 2;
   MPI_Comm node = MPI_COMM_NULL;
-  rc = PMPI_Comm_split_type(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  rc = REAL(MPI_Comm_split_type)(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   if (rc != MPI_SUCCESS) return rc;
   PeerFacts mine{p.rank, runtime::gpu_enabled() ? 1 : 0};
-  PMPI_Allreduce(MPI_IN_PLACE, &mine.node, 1, MPI_INT32_T, MPI_MIN, node);
-  PMPI_Comm_free(&node);
+  REAL(MPI_Allreduce)(MPI_IN_PLACE, &mine.node, 1, MPI_INT32_T, MPI_MIN, node);
+  REAL(MPI_Comm_free)(&node);
   p.facts.resize(static_cast<size_t>(size));
   p.read_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.read_gated_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.same_gpu = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
-  rc = PMPI_Allgather(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
+  rc = REAL(MPI_Allgather)(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
   if (rc != MPI_SUCCESS) return rc;
   const std::string& ca = runtime::config().cuda_aware;
   p.cuda_aware = runtime::gpu_enabled() &&
                  (ca == "1" || ca == "on" || ca == "yes" ||
                   (ca == "auto" && runtime::mpi_cuda_aware() == runtime::CudaAware::kYes));
-  p.descriptors = runtime::config().test_stage_host;
+  p.descriptors = runtime::test_hooks().stage_host;
   for (const auto& f : p.facts) p.descriptors = p.descriptors || f.gpu;
   p.descriptors = p.descriptors && !p.cuda_aware;
-  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_rank_map, &p.keyval, nullptr);
+  REAL(MPI_Comm_create_keyval)(MPI_COMM_NULL_COPY_FN, delete_rank_map, &p.keyval, nullptr);
   const auto gpus = runtime::query_gpus();
   load_model(p.rank, runtime::gpu_enabled() && !gpus.names.empty() ? gpus.names[0] : "");
   p.ready = true;
@@ -104,8 +105,8 @@ void finalize_peers() {
   Peers& p = peers();
   if (!p.ready) return;
   p.ready = false;
-  PMPI_Comm_free(&p.comm);
-  PMPI_Comm_free_keyval(&p.keyval);
+  REAL(MPI_Comm_free)(&p.comm);
+  REAL(MPI_Comm_free_keyval)(&p.keyval);
 }
 
 bool peers_ready() { return peers().ready; }
@@ -120,35 +121,35 @@ int world_rank_of(MPI_Comm comm, int rank) {
   if (comm == MPI_COMM_WORLD) return rank;
   void* value = nullptr;
   int flag = 0;
-  PMPI_Comm_get_attr(comm, p.keyval, &value, &flag);
+  REAL(MPI_Comm_get_attr)(comm, p.keyval, &value, &flag);
   // created once per communicator, one thread at a time (two threads creating
   // it would replace, and so delete, each other's); found without a lock after
   static std::mutex mu;
   std::unique_lock lock(mu, std::defer_lock);
   if (!flag) {
     lock.lock();
-    PMPI_Comm_get_attr(comm, p.keyval, &value, &flag);
+    REAL(MPI_Comm_get_attr)(comm, p.keyval, &value, &flag);
   }
   auto* map = static_cast<RankMap*>(value);
   if (!flag) {
     int inter = 0;
-    PMPI_Comm_test_inter(comm, &inter);
+    REAL(MPI_Comm_test_inter)(comm, &inter);
     MPI_Group group, world;
     if (inter)
-      PMPI_Comm_remote_group(comm, &group);
+      REAL(MPI_Comm_remote_group)(comm, &group);
     else
-      PMPI_Comm_group(comm, &group);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+      REAL(MPI_Comm_group)(comm, &group);
+    REAL(MPI_Comm_group)(MPI_COMM_WORLD, &world);
     int n = 0;
-    PMPI_Group_size(group, &n);
+    REAL(MPI_Group_size)(group, &n);
     map = new RankMap;
     std::vector<int> ranks(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) ranks[static_cast<size_t>(i)] = i;
     map->world.resize(static_cast<size_t>(n));
-    PMPI_Group_translate_ranks(group, n, ranks.data(), world, map->world.data());
-    PMPI_Group_free(&group);
-    PMPI_Group_free(&world);
-    PMPI_Comm_set_attr(comm, p.keyval, map);
+    REAL(MPI_Group_translate_ranks)(group, n, ranks.data(), world, map->world.data());
+    REAL(MPI_Group_free)(&group);
+    REAL(MPI_Group_free)(&world);
+    REAL(MPI_Comm_set_attr)(comm, p.keyval, map);
   }
   if (rank >= static_cast<int>(map->world.size())) return -1;
   const int w = map->world[static_cast<size_t>(rank)];

@@ -79,10 +79,7 @@ std::string sanitize(std::string s) {
 const Model& current_model() { return state().model; }
 
 std::string model_cache_dir() {
-  if (const char* d = std::getenv("DTMPI_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dtmpi";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/dtmpi";
-  return "/tmp/dtmpi-cache";
+  return runtime::config().cache_dir;
 }
 
 std::string model_file_name(const std::string& host, const std::string& gpu) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
@@ -33,9 +34,9 @@ int ReceiveOp::post(int source, int tag) {
     if (!st) return MPI_ERR_NO_MEM;
     landing_ = st.value();
     rt::count(rt::Counter::kStagedRecvs);
-    return PMPI_Irecv(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &landing_req_);
+    return REAL(MPI_Irecv)(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &landing_req_);
   }
-  return PMPI_Irecv(b_.ptr, b_.count, b_.type, source, tag, comm_, &landing_req_);
+  return REAL(MPI_Irecv)(b_.ptr, b_.count, b_.type, source, tag, comm_, &landing_req_);
 }
 
 int ReceiveOp::receive_blocking(int source, int tag) {
@@ -46,9 +47,9 @@ int ReceiveOp::receive_blocking(int source, int tag) {
     if (!s) return MPI_ERR_NO_MEM;
     landing_ = s.value();
     rt::count(rt::Counter::kStagedRecvs);
-    rc = PMPI_Recv(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &st);
+    rc = REAL(MPI_Recv)(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &st);
   } else {
-    rc = PMPI_Recv(b_.ptr, b_.count, b_.type, source, tag, comm_, &st);
+    rc = REAL(MPI_Recv)(b_.ptr, b_.count, b_.type, source, tag, comm_, &st);
   }
   st.MPI_ERROR = rc;
   landed(st);
@@ -61,7 +62,7 @@ void ReceiveOp::from_stash(Stashed& e) {
   status = rt::seeded(MPI_STATUS_IGNORE);
   status.MPI_SOURCE = source;
   status.MPI_TAG = tag;
-  PMPI_Status_set_cancelled(&status, 0);
+  REAL(MPI_Status_set_cancelled)(&status, 0);
   has_status = true;
   if (e.is_descriptor) return begin_multi(e.descriptor);
   bytes = static_cast<int64_t>(e.raw.size());
@@ -80,7 +81,7 @@ void ReceiveOp::fail(int code) {
 }
 
 void ReceiveOp::cancel() {
-  if (state_ == State::kLanding && landing_req_ != MPI_REQUEST_NULL) PMPI_Cancel(&landing_req_);
+  if (state_ == State::kLanding && landing_req_ != MPI_REQUEST_NULL) REAL(MPI_Cancel)(&landing_req_);
 }
 
 // The descriptor in the landing message, if it is one.
@@ -107,7 +108,7 @@ bool ReceiveOp::read_descriptor(int received, const MPI_Status& st, Descriptor& 
       const int n = std::min(b_.count, (kDescriptorBytes + tsize - 1) / tsize);
       std::vector<unsigned char> tmp(static_cast<size_t>(n) * static_cast<size_t>(tsize));
       int pos = 0;
-      if (PMPI_Pack(b_.ptr, n, b_.type, tmp.data(), static_cast<int>(tmp.size()), &pos, comm_) != MPI_SUCCESS)
+      if (REAL(MPI_Pack)(b_.ptr, n, b_.type, tmp.data(), static_cast<int>(tmp.size()), &pos, comm_) != MPI_SUCCESS)
         return false;
       std::memcpy(bytes, tmp.data(), kDescriptorBytes);
     }
@@ -145,17 +146,17 @@ int ReceiveOp::unpack_with_type(const void* packed, int64_t nbytes) {
   if (size <= 0) return MPI_SUCCESS;
   const int whole = static_cast<int>(nbytes / size), rem = static_cast<int>(nbytes % size);
   int pos = 0;
-  int rc = PMPI_Unpack(packed, static_cast<int>(nbytes), &pos, b_.ptr, whole, b_.type, comm_);
+  int rc = REAL(MPI_Unpack)(packed, static_cast<int>(nbytes), &pos, b_.ptr, whole, b_.type, comm_);
   if (rc != MPI_SUCCESS || rem == 0) return rc;
   MPI_Aint lb = 0, extent = 0;
-  if (rc = PMPI_Type_get_extent(b_.type, &lb, &extent); rc != MPI_SUCCESS) return rc;
+  if (rc = REAL(MPI_Type_get_extent)(b_.type, &lb, &extent); rc != MPI_SUCCESS) return rc;
   void* last = static_cast<char*>(b_.ptr) + whole * extent;
   std::vector<unsigned char> elem(static_cast<size_t>(size));
   pos = 0;
-  if (rc = PMPI_Pack(last, 1, b_.type, elem.data(), static_cast<int>(size), &pos, comm_); rc != MPI_SUCCESS) return rc;
+  if (rc = REAL(MPI_Pack)(last, 1, b_.type, elem.data(), static_cast<int>(size), &pos, comm_); rc != MPI_SUCCESS) return rc;
   std::memcpy(elem.data(), static_cast<const char*>(packed) + int64_t{whole} * size, static_cast<size_t>(rem));
   pos = 0;
-  return PMPI_Unpack(elem.data(), static_cast<int>(size), &pos, last, 1, b_.type, comm_);
+  return REAL(MPI_Unpack)(elem.data(), static_cast<int>(size), &pos, last, 1, b_.type, comm_);
 }
 
 void ReceiveOp::landed(MPI_Status& st) {
@@ -165,7 +166,7 @@ void ReceiveOp::landed(MPI_Status& st) {
   status = st;  // as the system MPI reports it (a truncated one too)
   has_status = true;
   int c = 0;
-  PMPI_Test_cancelled(&st, &c);
+  REAL(MPI_Test_cancelled)(&st, &c);
   if (c) {
     cancelled = true;
     state_ = State::kDone;
@@ -176,7 +177,7 @@ void ReceiveOp::landed(MPI_Status& st) {
     return fail(st.MPI_ERROR);
   }
   MPI_Count received = 0;
-  PMPI_Get_elements_x(&st, MPI_BYTE, &received);
+  REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &received);
   bytes = received;
   Descriptor d;
   if (received == kDescriptorBytes && read_descriptor(kDescriptorBytes, st, d)) return begin_multi(d);
@@ -186,7 +187,7 @@ void ReceiveOp::landed(MPI_Status& st) {
 
 void ReceiveOp::send_ack(Ack a) {
   ack_ = static_cast<int32_t>(a);
-  PMPI_Isend(&ack_, 1, MPI_INT32_T, d_.sender_world, ack_tag(d_.transfer_id), private_comm(), &ack_req_);
+  REAL(MPI_Isend)(&ack_, 1, MPI_INT32_T, d_.sender_world, ack_tag(d_.transfer_id), private_comm(), &ack_req_);
 }
 
 void ReceiveOp::begin_multi(const Descriptor& d) {
@@ -229,7 +230,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     auto* host = static_cast<char*>(payload_.ptr);
     for (int64_t k = 0; k < n; ++k) {
       const int64_t off = k * d.chunk_bytes, len = std::min(d.chunk_bytes, d.total_bytes - off);
-      int rc = PMPI_Irecv(host + off, static_cast<int>(len), MPI_PACKED, d.sender_world, data_tag(d.transfer_id),
+      int rc = REAL(MPI_Irecv)(host + off, static_cast<int>(len), MPI_PACKED, d.sender_world, data_tag(d.transfer_id),
                           private_comm(), &chunks_[static_cast<size_t>(k)]);
       if (rc != MPI_SUCCESS) return fail(rc);
     }
@@ -256,7 +257,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     if (!st) return fail(MPI_ERR_NO_MEM);
     payload_ = st.value();
   }
-  int rc = PMPI_Irecv(payload_.ptr, static_cast<int>(d.total_bytes), MPI_PACKED, d.sender_world,
+  int rc = REAL(MPI_Irecv)(payload_.ptr, static_cast<int>(d.total_bytes), MPI_PACKED, d.sender_world,
                       data_tag(d.transfer_id), private_comm(), &payload_req_);
   if (rc != MPI_SUCCESS) return fail(rc);
   send_ack(Ack::kSendPayload);
@@ -265,7 +266,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
 
 // Unpacks straight from the sender's device buffer, mapped over CUDA IPC.
 bool ReceiveOp::read_over_ipc() {
-  if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0 || rt::config().test_refuse_ipc) return false;
+  if (!rt::gpu_enabled() || !b_.plan || d_.region.buffer_id == 0 || rt::test_hooks().refuse_ipc) return false;
   const int device = rt::on_gpu(b_.info) ? b_.info.device : rt::current_device();
   const bool local = d_.sender_world == my_world_rank();  // a message to itself
   // messages to itself are never batched (send_over_ipc), but this process's
@@ -383,7 +384,7 @@ bool ReceiveOp::step_chunks() {
   const bool gpu = device_.ptr != nullptr;
   while (chunks_copied_ < chunks_.size()) {
     int flag = 0;
-    PMPI_Test(&chunks_[chunks_copied_], &flag, MPI_STATUS_IGNORE);
+    REAL(MPI_Test)(&chunks_[chunks_copied_], &flag, MPI_STATUS_IGNORE);
     if (!flag) return false;
     if (gpu) {
       const int64_t off = static_cast<int64_t>(chunks_copied_) * d_.chunk_bytes;
@@ -420,7 +421,7 @@ bool ReceiveOp::step() {
   switch (state_) {
     case State::kLanding: {
       MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
-      int rc = PMPI_Test(&landing_req_, &flag, &st);
+      int rc = REAL(MPI_Test)(&landing_req_, &flag, &st);
       if (rc != MPI_SUCCESS && !flag) {
         error_reported = true;
         fail(rc);
@@ -440,10 +441,10 @@ bool ReceiveOp::step() {
         MPI_Request& r = chunks_[chunks_copied_];
         if (r == MPI_REQUEST_NULL) {
           const int64_t off = static_cast<int64_t>(chunks_copied_) * d_.chunk_bytes;
-          PMPI_Irecv(payload_.ptr, static_cast<int>(std::min(d_.chunk_bytes, d_.total_bytes - off)), MPI_PACKED,
+          REAL(MPI_Irecv)(payload_.ptr, static_cast<int>(std::min(d_.chunk_bytes, d_.total_bytes - off)), MPI_PACKED,
                      d_.sender_world, data_tag(d_.transfer_id), private_comm(), &r);
         }
-        PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+        REAL(MPI_Test)(&r, &flag, MPI_STATUS_IGNORE);
         if (!flag) return false;
         ++chunks_copied_;
       }
@@ -451,7 +452,7 @@ bool ReceiveOp::step() {
       state_ = State::kDone;
       return true;
     case State::kPayload:
-      PMPI_Test(&payload_req_, &flag, MPI_STATUS_IGNORE);
+      REAL(MPI_Test)(&payload_req_, &flag, MPI_STATUS_IGNORE);
       if (!flag) return false;
       deliver_packed(payload_.ptr, d_.total_bytes);
       state_ = State::kAck;
@@ -469,7 +470,7 @@ bool ReceiveOp::step() {
       return step();
     }
     case State::kAck:
-      PMPI_Test(&ack_req_, &flag, MPI_STATUS_IGNORE);
+      REAL(MPI_Test)(&ack_req_, &flag, MPI_STATUS_IGNORE);
       if (!flag) return false;
       DTMPI_TRACE("recv: ack sent");
       if (pending_error_ != MPI_SUCCESS) error = pending_error_;

@@ -1,11 +1,12 @@
 // The sending half of the multi-message methods (the method choice: method.cpp).
 #include <algorithm>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
-#include "runtime/requests.hpp"
+#include "transport/ledger.hpp"
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
 #include "transport/predict.hpp"
@@ -53,7 +54,7 @@ class SendTail final : public Operation {
 bool SendTail::step() {
   if (ack_req != MPI_REQUEST_NULL) {
     int flag = 0;
-    PMPI_Test(&ack_req, &flag, MPI_STATUS_IGNORE);
+    REAL(MPI_Test)(&ack_req, &flag, MPI_STATUS_IGNORE);
     if (!flag) return false;
     DTMPI_TRACE("send: ack received");
     if (const Ack a = static_cast<Ack>(ack); a == Ack::kRead || a == Ack::kReadGated || a == Ack::kReadSameGpu)
@@ -66,7 +67,7 @@ bool SendTail::step() {
       if (packed) mark_no_ipc(peer_world);
       if (in_place && !packed) {  // host bytes (the host test mode): sent from where they lie
         reqs.emplace_back();
-        PMPI_Isend(in_place, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(), &reqs.back());
+        REAL(MPI_Isend)(in_place, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(), &reqs.back());
         return false;
       }
       if (packed && !staging.ptr) {
@@ -83,13 +84,13 @@ bool SendTail::step() {
         if (!rt::wait_stream(packed_device)) DTMPI_LOG(kError, "staging a send for the fallback path failed");
       }
       reqs.emplace_back();
-      PMPI_Isend(staging.ptr, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(),
+      REAL(MPI_Isend)(staging.ptr, static_cast<int>(bytes), MPI_PACKED, peer_world, data_tag(id), private_comm(),
                  &reqs.back());
     }
   }
   if (reqs.empty()) return true;
   int flag = 0;
-  PMPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+  REAL(MPI_Testall)(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
   return flag != 0;
 }
 
@@ -122,8 +123,8 @@ int post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool 
   if (!st) return MPI_ERR_NO_MEM;
   buf = st.value();
   encode(d, static_cast<unsigned char*>(buf.ptr));
-  int rc = synchronous ? PMPI_Issend(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r)
-                       : PMPI_Isend(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r);
+  int rc = synchronous ? REAL(MPI_Issend)(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r)
+                       : REAL(MPI_Isend)(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r);
   if (rc != MPI_SUCCESS) rt::release_staging(buf);
   return rc;
 }
@@ -135,7 +136,7 @@ int post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool 
 int complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, MPI_Request* request) {
   if (request && reading) {
     int done = 0;
-    if (PMPI_Request_get_status(r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+    if (REAL(MPI_Request_get_status)(r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
       // the system MPI completed the descriptor at once, maybe under a handle
       // it shares among all such sends (Open MPI's ompi_request_empty, MPICH's
       // builtin request): the application gets a request of its own,
@@ -148,15 +149,15 @@ int complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, M
   }
   if (request) {
     *request = r;
-    rt::PendingOp op;
+    PendingOp op;
     op.staging = buf;
     op.reading = reading;
-    rt::track(*request, std::move(op));
+    ledger::track(*request, std::move(op));
     return MPI_SUCCESS;
   }
   int rc = MPI_SUCCESS;
   for (int flag = 0; !flag;) {
-    rc = PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    rc = REAL(MPI_Test)(&r, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) break;
     if (!flag) progress();
   }
@@ -230,12 +231,12 @@ int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest,
           }
           if (done.value()) break;
           int flag = 0;
-          PMPI_Testall(static_cast<int>(k), tail.reqs.data(), &flag, MPI_STATUSES_IGNORE);
+          REAL(MPI_Testall)(static_cast<int>(k), tail.reqs.data(), &flag, MPI_STATUSES_IGNORE);
         }
         if (rc != MPI_SUCCESS) break;
       }
       const int64_t off = k * chunk, n = std::min(chunk, b.bytes - off);
-      rc = PMPI_Isend(host + off, static_cast<int>(n), MPI_PACKED, d.receiver_world, data_tag(d.transfer_id),
+      rc = REAL(MPI_Isend)(host + off, static_cast<int>(n), MPI_PACKED, d.receiver_world, data_tag(d.transfer_id),
                       private_comm(), &tail.reqs[static_cast<size_t>(k)]);
       if (rc != MPI_SUCCESS) break;
     }
@@ -267,15 +268,15 @@ int hand_to_tail(SendTail& tail, MPI_Request descriptor_request, rt::Staging buf
 int announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous,
              MPI_Request* r, rt::Staging& buf) {
   DTMPI_TRACE("send: announcing");
-  int rc = PMPI_Irecv(&tail.ack, 1, MPI_INT32_T, d.receiver_world, ack_tag(d.transfer_id), private_comm(),
+  int rc = REAL(MPI_Irecv)(&tail.ack, 1, MPI_INT32_T, d.receiver_world, ack_tag(d.transfer_id), private_comm(),
                       &tail.ack_req);
   DTMPI_TRACE("send: ack receive posted");
   if (rc == MPI_SUCCESS) rc = post_descriptor(d, dest, tag, comm, synchronous, r, buf);
   DTMPI_TRACE("send: descriptor posted");
   tail.announced = rc == MPI_SUCCESS;
   if (rc != MPI_SUCCESS && tail.ack_req != MPI_REQUEST_NULL) {
-    PMPI_Cancel(&tail.ack_req);
-    PMPI_Wait(&tail.ack_req, MPI_STATUS_IGNORE);
+    REAL(MPI_Cancel)(&tail.ack_req);
+    REAL(MPI_Wait)(&tail.ack_req, MPI_STATUS_IGNORE);
   }
   return rc;
 }
@@ -291,7 +292,7 @@ int announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm co
 bool may_announce_early(const UserBuffer& b, bool synchronous) {
   if (synchronous || !b.plan->is_strided()) return false;
   int level = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&level);
+  REAL(MPI_Query_thread)(&level);
   return level != MPI_THREAD_MULTIPLE;
 }
 
@@ -433,7 +434,7 @@ std::unique_ptr<SendTail> begin_transfer(int64_t bytes, int dest_world, int tag,
 // CI without GPUs.
 bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_world) {
   const std::string& m = rt::config().method;
-  const bool host_test = rt::config().test_stage_host && !rt::on_gpu(info);
+  const bool host_test = rt::test_hooks().stage_host && !rt::on_gpu(info);
   return (m == "auto" || m == "device") && bytes >= kInPlaceMin && bytes <= INT32_MAX && dest_world >= 0 &&
          peers_ready() && descriptors_possible() &&
          (host_test || (info.kind == rt::MemKind::kDevice && !mpi_takes_device_memory() && ipc_possible(dest_world)));
@@ -502,7 +503,7 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
       d.region = region.value();
       DTMPI_TRACE("send: region exported");
       rc = send_over_ipc(b, *tail, d, dest, tag, comm, synchronous, request);
-    } else if (!rt::on_gpu(b.info) && rt::config().test_stage_host) {
+    } else if (!rt::on_gpu(b.info) && rt::test_hooks().stage_host) {
       auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
       if (!st) return MPI_ERR_NO_MEM;
       tail->staging = st.value();

@@ -3,6 +3,8 @@
 #include <deque>
 #include <mutex>
 
+#include "base/system_mpi.hpp"
+#include "transport/ledger.hpp"
 #include "transport/peers.hpp"
 
 namespace dtmpi::transport {
@@ -26,7 +28,7 @@ void status_of(const Stashed& e, MPI_Status* status, runtime::ErrorWrites call) 
   status->MPI_TAG = e.tag;
   if (runtime::writes_error(call)) status->MPI_ERROR = MPI_SUCCESS;
   runtime::set_bytes(status, e.bytes());
-  PMPI_Status_set_cancelled(status, 0);
+  REAL(MPI_Status_set_cancelled)(status, 0);
 }
 
 void probed_status_of(const Stashed& e, const MPI_Status& seen, MPI_Status* status) {
@@ -40,9 +42,9 @@ int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed&
   e.source = st.MPI_SOURCE;
   e.tag = st.MPI_TAG;
   int bytes = 0;
-  PMPI_Get_count(&st, MPI_BYTE, &bytes);
+  REAL(MPI_Get_count)(&st, MPI_BYTE, &bytes);
   e.raw.resize(static_cast<size_t>(bytes));
-  if (int rc = PMPI_Mrecv(e.raw.data(), bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
+  if (int rc = REAL(MPI_Mrecv)(e.raw.data(), bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
   if (bytes != kDescriptorBytes) return MPI_SUCCESS;
   if (auto d = decode(e.raw.data(), world_rank_of(comm, e.source), my_world_rank(), e.tag)) {
     e.is_descriptor = true;
@@ -59,6 +61,7 @@ std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag) {
     Stashed e = std::move(*it);
     g_entries.erase(it);
     g_stashed.fetch_sub(1, std::memory_order_relaxed);
+    ledger::remove_work();
     return e;
   }
   return std::nullopt;
@@ -75,11 +78,11 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
     }
   }
   MPI_Status st = runtime::seeded(status);  // fields the probe leaves alone stay the application's
-  int rc = PMPI_Iprobe(source, tag, comm, flag, &st);
+  int rc = REAL(MPI_Iprobe)(source, tag, comm, flag, &st);
   if (rc == MPI_SUCCESS && *flag && st.MPI_SOURCE != MPI_PROC_NULL)
     runtime::observe_error_write(runtime::ErrorWrites::kIprobe, st);
   MPI_Count bytes = 0;
-  if (rc == MPI_SUCCESS && *flag) PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  if (rc == MPI_SUCCESS && *flag) REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &bytes);
   if (rc != MPI_SUCCESS || !*flag || bytes != kDescriptorBytes || !descriptors_possible()) {
     runtime::give_back(st, status);
     return rc;
@@ -90,7 +93,7 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   // another message of that envelope (then that one is kept, whatever size).
   MPI_Message msg;
   MPI_Status mst;
-  rc = PMPI_Improbe(st.MPI_SOURCE, st.MPI_TAG, comm, flag, &msg, &mst);
+  rc = REAL(MPI_Improbe)(st.MPI_SOURCE, st.MPI_TAG, comm, flag, &msg, &mst);
   if (rc != MPI_SUCCESS || !*flag) return rc;
   Stashed e;
   if (rc = read_matched(&msg, comm, mst, e); rc != MPI_SUCCESS) return rc;
@@ -98,6 +101,7 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   std::lock_guard lock(g_mu);
   g_entries.push_back(std::move(e));
   g_stashed.fetch_add(1, std::memory_order_relaxed);
+  ledger::add_work();
   return MPI_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 #include "type/introspect.hpp"
+#include "base/system_mpi.hpp"
 
 #include <cstddef>
 
@@ -81,17 +82,17 @@ Status widen_large(const std::vector<int>& in, const std::vector<MPI_Count>& lar
 
 Contents::~Contents() {
   for (auto& t : types)
-    if (t != MPI_DATATYPE_NULL && !is_predefined(t)) PMPI_Type_free(&t);
+    if (t != MPI_DATATYPE_NULL && !is_predefined(t)) REAL(MPI_Type_free)(&t);
 }
 
 Result<int> combiner_of(MPI_Datatype t) {
 #ifdef DTMPI_HAVE_MPI_LARGE_COUNT
   MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
   int comb = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &comb));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_envelope_c)(t, &ni, &na, &nc, &nd, &comb));
 #else
   int ni = 0, na = 0, nd = 0, comb = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_envelope)(t, &ni, &na, &nd, &comb));
 #endif
   return comb;
 }
@@ -106,26 +107,26 @@ Result<Contents> contents_of(MPI_Datatype t) {
   Contents c;
 #ifdef DTMPI_HAVE_MPI_LARGE_COUNT
   MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &c.combiner));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_envelope_c)(t, &ni, &na, &nc, &nd, &c.combiner));
   if (c.combiner == MPI_COMBINER_NAMED) return c;
   std::vector<int> in(static_cast<size_t>(ni));
   std::vector<MPI_Aint> ad(static_cast<size_t>(na));
   std::vector<MPI_Count> lc(static_cast<size_t>(nc));
   c.types.assign(static_cast<size_t>(nd), MPI_DATATYPE_NULL);
   DTMPI_MPI_CHECK(
-      PMPI_Type_get_contents_c(t, ni, na, nc, nd, in.data(), ad.data(), lc.data(), c.types.data()));
+      REAL(MPI_Type_get_contents_c)(t, ni, na, nc, nd, in.data(), ad.data(), lc.data(), c.types.data()));
   if (nc > 0) {  // built by a large-count constructor
     DTMPI_TRY(widen_large(in, lc, c));
     return c;
   }
 #else
   int ni = 0, na = 0, nd = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_get_envelope(t, &ni, &na, &nd, &c.combiner));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_envelope)(t, &ni, &na, &nd, &c.combiner));
   if (c.combiner == MPI_COMBINER_NAMED) return c;
   std::vector<int> in(static_cast<size_t>(ni));
   std::vector<MPI_Aint> ad(static_cast<size_t>(na));
   c.types.assign(static_cast<size_t>(nd), MPI_DATATYPE_NULL);
-  DTMPI_MPI_CHECK(PMPI_Type_get_contents(t, ni, na, nd, in.data(), ad.data(), c.types.data()));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_contents)(t, ni, na, nd, in.data(), ad.data(), c.types.data()));
 #endif
   c.ints.assign(in.begin(), in.end());
   c.addrs.assign(ad.begin(), ad.end());
@@ -134,7 +135,7 @@ Result<Contents> contents_of(MPI_Datatype t) {
 
 Result<int64_t> size_of(MPI_Datatype t) {
   MPI_Count size = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_size_x(t, &size));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_size_x)(t, &size));
   return static_cast<int64_t>(size);
 }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "type/introspect.hpp"
 #include "type/translate.hpp"
@@ -63,11 +64,11 @@ int on_type_delete(MPI_Datatype t, int, void*, void*) {
 void watch(MPI_Datatype t) {
   auto& r = reg();
   std::call_once(r.keyval_once, [&r] {
-    if (PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, on_type_delete, &r.keyval, nullptr) !=
+    if (REAL(MPI_Type_create_keyval)(MPI_TYPE_NULL_COPY_FN, on_type_delete, &r.keyval, nullptr) !=
         MPI_SUCCESS)
       r.keyval = MPI_KEYVAL_INVALID;
   });
-  if (r.keyval != MPI_KEYVAL_INVALID) PMPI_Type_set_attr(t, r.keyval, nullptr);
+  if (r.keyval != MPI_KEYVAL_INVALID) REAL(MPI_Type_set_attr)(t, r.keyval, nullptr);
 }
 
 // Gives `t` the entry `e`; where `t` has one already, replaces it or (keep)

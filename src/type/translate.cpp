@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/system_mpi.hpp"
 #include "type/canonicalize.hpp"
 #include "type/introspect.hpp"
 
@@ -18,7 +19,7 @@ struct Extent {
 
 Result<Extent> extent_of(MPI_Datatype t) {
   MPI_Aint lb = 0, ext = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_get_extent(t, &lb, &ext));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_extent)(t, &lb, &ext));
   return Extent{lb, ext};
 }
 
@@ -42,7 +43,7 @@ int64_t member_offset() {
 // Predefined types: contiguous, except the pair types of MINLOC/MAXLOC.
 Result<TypeIR> named_ir(MPI_Datatype t) {
   MPI_Count size = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_size_x(t, &size));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_size_x)(t, &size));
   auto ext = extent_of(t);
   if (!ext) return ext.error();
   const Extent e = ext.value();
@@ -296,7 +297,7 @@ Result<PlanBuild> build_plan(MPI_Datatype t) {
   if (!plan) return plan.error();
   b.plan = std::move(plan.value());
   MPI_Count size = 0;
-  DTMPI_MPI_CHECK(PMPI_Type_size_x(t, &size));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_size_x)(t, &size));
   auto ext = extent_of(t);
   if (!ext) return ext.error();
   const Extent e = ext.value();
@@ -314,7 +315,7 @@ Result<PlanBuild> build_plan(MPI_Datatype t) {
   b.plan.first_byte = tb.lo;
   if (size > 0) {
     MPI_Count tlb = 0, text = 0;
-    DTMPI_MPI_CHECK(PMPI_Type_get_true_extent_x(t, &tlb, &text));
+    DTMPI_MPI_CHECK(REAL(MPI_Type_get_true_extent_x)(t, &tlb, &text));
     if (tb.lo < tlb || tb.hi > tlb + text)
       return Error{kErrUnsupported, "typemap bounds differ from the MPI library's true extent"};
   }

@@ -1,11 +1,11 @@
-#include "runtime/real_mpi.hpp"
+#include "base/system_mpi.hpp"
 
 #include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-namespace dtmpi::runtime {
+namespace dtmpi::base {
 
 RealMpi g_real;
 
@@ -14,6 +14,7 @@ void resolve_real_mpi() {
   if (!g_real.name)                                                             \
     g_real.name = reinterpret_cast<decltype(g_real.name)>(dlsym(RTLD_NEXT, #name));
   DTMPI_REAL_FUNCTIONS(DTMPI_RESOLVE)
+  DTMPI_REAL_FUNCTIONS_LARGE_COUNT(DTMPI_RESOLVE)
 #undef DTMPI_RESOLVE
 }
 
@@ -28,4 +29,4 @@ namespace {
 __attribute__((constructor)) void resolve_at_load() { resolve_real_mpi(); }
 }  // namespace
 
-}  // namespace dtmpi::runtime
+}  // namespace dtmpi::base
