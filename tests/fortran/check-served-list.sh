@@ -4,7 +4,7 @@
 # - bindings_*.cpp are generate.py's output of served.list (no hand edits);
 # - served.list names exactly the MPI_* functions libdtmpi defines in C;
 # - Open MPI: each has its five Fortran symbols (ompi_x_f, mpi_x_, mpi_x__,
-#   mpi_x, MPI_X); MPICH: libdtmpi defines no Fortran symbol at all (MPICH's
+#   mpi_x, MPI_X), and pmpi_x_ where served.list marks it; MPICH: libdtmpi defines no Fortran symbol at all (MPICH's
 #   bindings call the C functions dtmpi serves; a second definition would
 #   serve each call twice).
 set -uo pipefail
@@ -20,10 +20,12 @@ if [ "$c_served" != "$listed" ]; then
   diff <(echo "$c_served") <(echo "$listed")
   failed=1
 fi
-fortran=$(grep -E '^(ompi_[a-z_]+_f|mpi_[a-z_]+_?_?|MPI_[A-Z_]+)$' <<<"$defined" | grep -vE '^MPI_[A-Z][a-z]' | sort)
+fortran=$(grep -E '^(ompi_[a-z_]+_f|p?mpi_[a-z_]+_?_?|MPI_[A-Z_]+)$' <<<"$defined" | grep -vE '^MPI_[A-Z][a-z]' | sort)
 if [ "$flavour" = openmpi ]; then
-  want=$(for f in $listed; do l=$(tr A-Z a-z <<<"${f#MPI_}"); u=$(tr a-z A-Z <<<"${f#MPI_}")
-         printf '%s\n' "ompi_${l}_f" "mpi_${l}_" "mpi_${l}__" "mpi_${l}" "MPI_${u}"; done | sort)
+  # and pmpi_x_ for the functions marked * (Open MPI's mpi_f08 calls those)
+  want=$( (sed 's/^MPI_//' <<<"$listed" | awk '{l=tolower($0); print "ompi_" l "_f"; print "mpi_" l "_";
+                                             print "mpi_" l "__"; print "mpi_" l; print "MPI_" toupper($0)}'
+           python3 "$gen" --pmpi | awk '{print "pmpi_" tolower($0) "_"}') | sort)
 else
   want=""
 fi

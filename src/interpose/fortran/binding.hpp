@@ -29,6 +29,12 @@
   DTMPI_FORTRAN_ALIAS(MPI_##upper, ompi_##lower##_f, params)            \
   extern "C" void ompi_##lower##_f params
 
+// Open MPI 4.1's mpi_f08 procedures of the functions with LOGICAL results
+// (MPI_Test*, MPI_Iprobe, MPI_Improbe, MPI_Request_get_status) call the PMPI
+// name of the mpif.h binding (pmpi_test_), which bypassed dtmpi and met
+// requests only dtmpi can complete; dtmpi defines that name for them too.
+#define DTMPI_FORTRAN_PMPI_ALIAS(lower, params) DTMPI_FORTRAN_ALIAS(pmpi_##lower##_, ompi_##lower##_f, params)
+
 // Open MPI's Fortran sentinels (MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS_IGNORE,
 // ...) are common blocks; a Fortran program passes their addresses. The
 // dynamic linker binds every module (program, libmpi, the Fortran libraries,

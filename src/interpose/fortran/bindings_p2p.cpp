@@ -189,6 +189,7 @@ DTMPI_FORTRAN_ENTRY(iprobe, IPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* 
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(iprobe, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror))
 
 // MPI_MPROBE(SOURCE, TAG, COMM, MESSAGE, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(mprobe, MPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* message, MPI_Fint* status, MPI_Fint* ierror)) {
@@ -217,6 +218,7 @@ DTMPI_FORTRAN_ENTRY(improbe, IMPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint
   }
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(improbe, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* flag, MPI_Fint* message, MPI_Fint* status, MPI_Fint* ierror))
 
 // MPI_MRECV(BUF, COUNT, DATATYPE, MESSAGE, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(mrecv, MRECV, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* message, MPI_Fint* status, MPI_Fint* ierror)) {

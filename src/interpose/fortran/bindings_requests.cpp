@@ -42,6 +42,7 @@ DTMPI_FORTRAN_ENTRY(test, TEST, (MPI_Fint* request, MPI_Fint* flag, MPI_Fint* st
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(test, (MPI_Fint* request, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror))
 
 // MPI_WAITALL(COUNT, REQUESTS, STATUSES, IERROR)
 DTMPI_FORTRAN_ENTRY(waitall, WAITALL, (MPI_Fint* count, MPI_Fint* requests, MPI_Fint* statuses, MPI_Fint* ierror)) {
@@ -64,6 +65,7 @@ DTMPI_FORTRAN_ENTRY(testall, TESTALL, (MPI_Fint* count, MPI_Fint* requests, MPI_
   statuses_c.write_back(f::in(count));
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(testall, (MPI_Fint* count, MPI_Fint* requests, MPI_Fint* flag, MPI_Fint* statuses, MPI_Fint* ierror))
 
 // MPI_WAITANY(COUNT, REQUESTS, INDEX, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(waitany, WAITANY, (MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_Fint* status, MPI_Fint* ierror)) {
@@ -90,6 +92,7 @@ DTMPI_FORTRAN_ENTRY(testany, TESTANY, (MPI_Fint* count, MPI_Fint* requests, MPI_
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(testany, (MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror))
 
 // MPI_WAITSOME(INCOUNT, REQUESTS, OUTCOUNT, INDICES, STATUSES, IERROR)
 DTMPI_FORTRAN_ENTRY(waitsome, WAITSOME, (MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices, MPI_Fint* statuses, MPI_Fint* ierror)) {
@@ -116,6 +119,7 @@ DTMPI_FORTRAN_ENTRY(testsome, TESTSOME, (MPI_Fint* incount, MPI_Fint* requests, 
   statuses_c.write_back(outcount_c);
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(testsome, (MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices, MPI_Fint* statuses, MPI_Fint* ierror))
 
 // MPI_REQUEST_FREE(REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(request_free, REQUEST_FREE, (MPI_Fint* request, MPI_Fint* ierror)) {
@@ -134,6 +138,7 @@ DTMPI_FORTRAN_ENTRY(request_get_status, REQUEST_GET_STATUS, (MPI_Fint* request, 
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
+DTMPI_FORTRAN_PMPI_ALIAS(request_get_status, (MPI_Fint* request, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror))
 
 // MPI_CANCEL(REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(cancel, CANCEL, (MPI_Fint* request, MPI_Fint* ierror)) {

@@ -44,6 +44,8 @@ def parse(path):
             sig.append((name, m.group(1), m.group(2)))
         for n in names.split("/"):
             current.append((n, sig))
+        if names.endswith("*"):  # the star marks the last name only
+            current[-1] = (current[-1][0].rstrip("*"), sig, True)
     return files
 
 
@@ -53,7 +55,7 @@ def count_expr(sig, name):
     return f"{name}_c" if kind == "int_out" else f"f::in({name})"
 
 
-def entry(cname, sig):
+def entry(cname, sig, pmpi=False):
     params, pre, args, post, post_ok = [], [], [], [], []
     # communicators first: datatype arrays are sized by them
     for name, kind, _ in sig:
@@ -136,6 +138,8 @@ def entry(cname, sig):
         out += [f"    {s}" for s in post_ok]
         out.append("  }")
     out += ["  f::set_ierror(ierror, rc);", "}"]
+    if pmpi:
+        out.append(f"DTMPI_FORTRAN_PMPI_ALIAS({lower}, ({', '.join(params)}))")
     return "\n".join(out)
 
 
@@ -145,7 +149,7 @@ def render(file, functions):
             "// binding.hpp for the symbol names and docs/fortran.md for the design).",
             '#include "interpose/fortran/binding.hpp"', "",
             "namespace f = dtmpi::interpose::fortran;", ""]
-    return "\n".join(head + ["\n\n".join(entry(n, s) for n, s in functions)]) + "\n"
+    return "\n".join(head + ["\n\n".join(entry(*f) for f in functions)]) + "\n"
 
 
 def main():
@@ -160,7 +164,9 @@ def main():
             if "--check" not in sys.argv:
                 open(path, "w").write(text)
     if "--list" in sys.argv:
-        print("\n".join(n for fs in files.values() for n, _ in fs))
+        print("\n".join(f[0] for fs in files.values() for f in fs))
+    if "--pmpi" in sys.argv:
+        print("\n".join(f[0] for fs in files.values() for f in fs if len(f) > 2))
     if "--check" in sys.argv and stale:
         print("out of date (run src/interpose/fortran/generate.py):", *stale, file=sys.stderr)
         return 1
