@@ -60,7 +60,9 @@ struct Array {
     if (device) cudaFree(p);
   }
   std::vector<double> values() {
-    if (device) EXPECT_EQ(cudaMemcpy(host.data(), p, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    if (device) {
+      EXPECT_EQ(cudaMemcpy(host.data(), p, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
     return host;
   }
 };
