@@ -9,11 +9,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "timing.hpp"
 
 namespace dtmpi::bench {
+
+#ifdef DTMPI_BENCH_FORTRAN
+void fortran_latency(int me);  // bench_latency_fortran.cpp
+#endif
 
 namespace {
 template <class Send, class Recv>
@@ -89,7 +94,8 @@ CallCosts call_costs(int me) {
 
 }  // namespace
 
-int bench_latency(int, char**) {
+int bench_latency(int argc, char** argv) {
+  const bool fortran = argc > 1 && std::string(argv[1]) == "--fortran";
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -121,6 +127,13 @@ int bench_latency(int, char**) {
     std::printf("%-44s %10.1f ns\n", "PMPI_Test of a receive not yet matched", costs.test * 1e9);
     std::printf("%-44s %10.1f ns\n", "PMPI_Testsome over 32 such receives", costs.testsome * 1e9);
     std::printf("%-44s %10.1f ns\n", "32 x PMPI_Test, one per receive", costs.tests * 1e9);
+  }
+  if (fortran) {
+#ifdef DTMPI_BENCH_FORTRAN
+    fortran_latency(me);
+#else
+    if (me == 0) std::printf("\n--fortran: this build found no Fortran library of its MPI\n");
+#endif
   }
   return 0;
 }

@@ -43,7 +43,7 @@ const std::vector<Command> kCommands = {
       kCsv}},
     {"latency", "mpiexec -n 2 dtmpi-bench latency",
      "the interposer's added latency on 8-byte MPI_Send/MPI_Recv, and the system MPI's cost per call",
-     {}},
+     {{"--fortran", nullptr, "also through the Fortran entry points (mpi_send_/mpi_recv_) vs the MPI's own binding"}}},
     {"pingpong", "mpiexec -n 2 dtmpi-bench pingpong --gpu",
      "2D/3D objects on device buffers between 2 ranks: each method, auto, manual and per-block baselines, the limit",
      {{"--gpu", nullptr, "required: the objects are in device memory"},

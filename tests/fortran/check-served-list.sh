@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The Fortran entry points cover what dtmpi serves (issue 26):
+#   check-served-list.sh SOURCE_DIR LIBDTMPI FLAVOUR
+# - bindings_*.cpp are generate.py's output of served.list (no hand edits);
+# - served.list names exactly the MPI_* functions libdtmpi defines in C;
+# - Open MPI: each has its five Fortran symbols (ompi_x_f, mpi_x_, mpi_x__,
+#   mpi_x, MPI_X), and pmpi_x_ where served.list marks it; MPICH: libdtmpi defines no Fortran symbol at all (MPICH's
+#   bindings call the C functions dtmpi serves; a second definition would
+#   serve each call twice).
+set -uo pipefail
+src=$1 lib=$2 flavour=$3
+gen=$src/src/interpose/fortran/generate.py
+failed=0
+python3 "$gen" --check || failed=1
+defined=$(nm -D --defined-only "$lib" | awk '{print $3}')
+c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | sort)
+listed=$(python3 "$gen" --list | sed 's/^/MPI_/' | sort)
+if [ "$c_served" != "$listed" ]; then
+  echo "FAIL: served.list and the C entry points differ (< C only, > list only):"
+  diff <(echo "$c_served") <(echo "$listed")
+  failed=1
+fi
+fortran=$(grep -E '^(ompi_[a-z_]+_f|p?mpi_[a-z_]+_?_?|MPI_[A-Z_]+)$' <<<"$defined" | grep -vE '^MPI_[A-Z][a-z]' | sort)
+if [ "$flavour" = openmpi ]; then
+  # and pmpi_x_ for the functions marked * (Open MPI's mpi_f08 calls those)
+  want=$( (sed 's/^MPI_//' <<<"$listed" | awk '{l=tolower($0); print "ompi_" l "_f"; print "mpi_" l "_";
+                                             print "mpi_" l "__"; print "mpi_" l; print "MPI_" toupper($0)}'
+           python3 "$gen" --pmpi | awk '{print "pmpi_" tolower($0) "_"}') | sort)
+else
+  want=""
+fi
+if [ "$fortran" != "$want" ]; then
+  echo "FAIL: Fortran symbols of $lib ($flavour) are not the expected ones (< defined, > expected):"
+  diff <(echo "$fortran") <(echo "$want") | head -40
+  failed=1
+fi
+[ $failed -eq 0 ] && echo "ok: $(wc -w <<<"$listed") functions, $(wc -w <<<"$fortran") Fortran symbols ($flavour)"
+exit $failed
