@@ -11,6 +11,11 @@
 // libmpi_mpifh through the PLT. Defining those five names here puts dtmpi in
 // front of both. MPICH's Fortran bindings call the C MPI_* themselves, which
 // dtmpi already serves: an MPICH build defines none of these (docs/fortran.md).
+//
+// Handle conversions (MPI_Comm_f2c, MPI_Status_c2f, ...) are called by their
+// MPI_ names: local functions (macros in some MPIs) that move no data, which
+// no tool needs to see twice; everything else reaches the system MPI through
+// REAL() as the rest of dtmpi does (base/system_mpi.hpp).
 #pragma once
 #include <mpi.h>
 
@@ -117,7 +122,7 @@ int peer_count(MPI_Comm comm, Peers which);
 class Datatypes : public Scratch<MPI_Datatype> {
  public:
   Datatypes(const MPI_Fint* f, int n) : Scratch(n) {
-    for (std::size_t i = 0; i < size(); ++i) data()[i] = PMPI_Type_f2c(f[i]);
+    for (std::size_t i = 0; i < size(); ++i) data()[i] = MPI_Type_f2c(f[i]);
   }
 };
 
@@ -126,10 +131,10 @@ class Datatypes : public Scratch<MPI_Datatype> {
 class Requests : public Scratch<MPI_Request> {
  public:
   Requests(MPI_Fint* f, int n) : Scratch(n), f_(f) {
-    for (std::size_t i = 0; i < size(); ++i) data()[i] = PMPI_Request_f2c(f[i]);
+    for (std::size_t i = 0; i < size(); ++i) data()[i] = MPI_Request_f2c(f[i]);
   }
   void write_back() {
-    for (std::size_t i = 0; i < size(); ++i) f_[i] = PMPI_Request_c2f(data()[i]);
+    for (std::size_t i = 0; i < size(); ++i) f_[i] = MPI_Request_c2f(data()[i]);
   }
 
  private:
@@ -141,11 +146,11 @@ class Requests : public Scratch<MPI_Request> {
 class Status {
  public:
   explicit Status(MPI_Fint* f) : f_(f == &mpi_fortran_status_ignore_ ? nullptr : f) {
-    if (f_) PMPI_Status_f2c(f_, &c_);
+    if (f_) MPI_Status_f2c(f_, &c_);
   }
   MPI_Status* c() { return f_ ? &c_ : MPI_STATUS_IGNORE; }
   void write_back() {
-    if (f_) PMPI_Status_c2f(&c_, f_);
+    if (f_) MPI_Status_c2f(&c_, f_);
   }
 
  private:
@@ -158,13 +163,13 @@ class Statuses {
  public:
   Statuses(MPI_Fint* f, int capacity)
       : f_(f == &mpi_fortran_statuses_ignore_ ? nullptr : f), c_(f_ ? capacity : 0) {
-    for (std::size_t i = 0; i < c_.size(); ++i) PMPI_Status_f2c(f_ + i * kStatusSize, &c_.data()[i]);
+    for (std::size_t i = 0; i < c_.size(); ++i) MPI_Status_f2c(f_ + i * kStatusSize, &c_.data()[i]);
   }
   MPI_Status* c() { return f_ ? c_.data() : MPI_STATUSES_IGNORE; }
   void write_back(int n) {  // the first n (Waitsome's outcount; MPI_UNDEFINED: none)
     if (!f_) return;
     for (int i = 0; i < n && static_cast<std::size_t>(i) < c_.size(); ++i)
-      PMPI_Status_c2f(&c_.data()[i], f_ + static_cast<std::size_t>(i) * kStatusSize);
+      MPI_Status_c2f(&c_.data()[i], f_ + static_cast<std::size_t>(i) * kStatusSize);
   }
 
  private:

@@ -7,169 +7,169 @@ namespace f = dtmpi::interpose::fortran;
 
 // MPI_BCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(bcast, BCAST, (void* buffer, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Bcast(f::buffer(buffer), f::in(count), PMPI_Type_f2c(*datatype), f::in(root), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Bcast(f::buffer(buffer), f::in(count), MPI_Type_f2c(*datatype), f::in(root), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IBCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ibcast, IBCAST, (void* buffer, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ibcast(f::buffer(buffer), f::in(count), PMPI_Type_f2c(*datatype), f::in(root), comm_c, &request_c);
+  const int rc = MPI_Ibcast(f::buffer(buffer), f::in(count), MPI_Type_f2c(*datatype), f::in(root), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(alltoall, ALLTOALL, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Alltoall(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Alltoall(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(allgather, ALLGATHER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Allgather(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Allgather(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_NEIGHBOR_ALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(neighbor_alltoall, NEIGHBOR_ALLTOALL, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Neighbor_alltoall(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Neighbor_alltoall(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_NEIGHBOR_ALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(neighbor_allgather, NEIGHBOR_ALLGATHER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Neighbor_allgather(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Neighbor_allgather(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ialltoall, IALLTOALL, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ialltoall(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Ialltoall(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iallgather, IALLGATHER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallgather(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Iallgather(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_INEIGHBOR_ALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ineighbor_alltoall, INEIGHBOR_ALLTOALL, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ineighbor_alltoall(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Ineighbor_alltoall(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_INEIGHBOR_ALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ineighbor_allgather, INEIGHBOR_ALLGATHER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ineighbor_allgather(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Ineighbor_allgather(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_GATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(gather, GATHER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Gather(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(root), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Gather(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(root), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SCATTER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(scatter, SCATTER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Scatter(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(root), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Scatter(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(root), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(igather, IGATHER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Igather(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
+  const int rc = MPI_Igather(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ISCATTER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iscatter, ISCATTER, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iscatter(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
+  const int rc = MPI_Iscatter(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ALLTOALLV(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPE, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(alltoallv, ALLTOALLV, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Alltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Alltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_NEIGHBOR_ALLTOALLV(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPE, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(neighbor_alltoallv, NEIGHBOR_ALLTOALLV, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Neighbor_alltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Neighbor_alltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IALLTOALLV(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPE, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ialltoallv, IALLTOALLV, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ialltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Ialltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_INEIGHBOR_ALLTOALLV(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPE, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ineighbor_alltoallv, INEIGHBOR_ALLTOALLV, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ineighbor_alltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Ineighbor_alltoallv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ALLTOALLW(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPES, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPES, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(alltoallw, ALLTOALLW, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtypes, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtypes, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   const f::Datatypes sendtypes_c(sendtypes, f::peer_count(comm_c, f::Peers::kSend));
   const f::Datatypes recvtypes_c(recvtypes, f::peer_count(comm_c, f::Peers::kRecv));
   const int rc = MPI_Alltoallw(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), sendtypes_c.data(), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), recvtypes_c.data(), comm_c);
@@ -178,20 +178,20 @@ DTMPI_FORTRAN_ENTRY(alltoallw, ALLTOALLW, (void* sendbuf, MPI_Fint* sendcounts, 
 
 // MPI_IALLTOALLW(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPES, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPES, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ialltoallw, IALLTOALLW, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtypes, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtypes, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   const f::Datatypes sendtypes_c(sendtypes, f::peer_count(comm_c, f::Peers::kSend));
   const f::Datatypes recvtypes_c(recvtypes, f::peer_count(comm_c, f::Peers::kRecv));
   MPI_Request request_c = MPI_REQUEST_NULL;
   const int rc = MPI_Ialltoallw(f::buffer(sendbuf), f::ints(sendcounts), f::ints(sdispls), sendtypes_c.data(), f::buffer(recvbuf), f::ints(recvcounts), f::ints(rdispls), recvtypes_c.data(), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_NEIGHBOR_ALLTOALLW(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPES, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPES, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(neighbor_alltoallw, NEIGHBOR_ALLTOALLW, (void* sendbuf, MPI_Fint* sendcounts, MPI_Aint* sdispls, MPI_Fint* sendtypes, void* recvbuf, MPI_Fint* recvcounts, MPI_Aint* rdispls, MPI_Fint* recvtypes, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   const f::Datatypes sendtypes_c(sendtypes, f::peer_count(comm_c, f::Peers::kNeighborSend));
   const f::Datatypes recvtypes_c(recvtypes, f::peer_count(comm_c, f::Peers::kNeighborRecv));
   const int rc = MPI_Neighbor_alltoallw(f::buffer(sendbuf), f::ints(sendcounts), sdispls, sendtypes_c.data(), f::buffer(recvbuf), f::ints(recvcounts), rdispls, recvtypes_c.data(), comm_c);
@@ -200,85 +200,85 @@ DTMPI_FORTRAN_ENTRY(neighbor_alltoallw, NEIGHBOR_ALLTOALLW, (void* sendbuf, MPI_
 
 // MPI_INEIGHBOR_ALLTOALLW(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPES, RECVBUF, RECVCOUNTS, RDISPLS, RECVTYPES, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ineighbor_alltoallw, INEIGHBOR_ALLTOALLW, (void* sendbuf, MPI_Fint* sendcounts, MPI_Aint* sdispls, MPI_Fint* sendtypes, void* recvbuf, MPI_Fint* recvcounts, MPI_Aint* rdispls, MPI_Fint* recvtypes, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   const f::Datatypes sendtypes_c(sendtypes, f::peer_count(comm_c, f::Peers::kNeighborSend));
   const f::Datatypes recvtypes_c(recvtypes, f::peer_count(comm_c, f::Peers::kNeighborRecv));
   MPI_Request request_c = MPI_REQUEST_NULL;
   const int rc = MPI_Ineighbor_alltoallw(f::buffer(sendbuf), f::ints(sendcounts), sdispls, sendtypes_c.data(), f::buffer(recvbuf), f::ints(recvcounts), rdispls, recvtypes_c.data(), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ALLGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(allgatherv, ALLGATHERV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Allgatherv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Allgatherv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_NEIGHBOR_ALLGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(neighbor_allgatherv, NEIGHBOR_ALLGATHERV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Neighbor_allgatherv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), PMPI_Type_f2c(*recvtype), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Neighbor_allgatherv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), MPI_Type_f2c(*recvtype), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IALLGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iallgatherv, IALLGATHERV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallgatherv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Iallgatherv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_INEIGHBOR_ALLGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ineighbor_allgatherv, INEIGHBOR_ALLGATHERV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ineighbor_allgatherv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), PMPI_Type_f2c(*recvtype), comm_c, &request_c);
+  const int rc = MPI_Ineighbor_allgatherv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), MPI_Type_f2c(*recvtype), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_GATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, ROOT, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(gatherv, GATHERV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Gatherv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), PMPI_Type_f2c(*recvtype), f::in(root), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Gatherv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), MPI_Type_f2c(*recvtype), f::in(root), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, ROOT, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(igatherv, IGATHERV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Igatherv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), PMPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
+  const int rc = MPI_Igatherv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::ints(recvcounts), f::ints(displs), MPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SCATTERV(SENDBUF, SENDCOUNTS, DISPLS, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(scatterv, SCATTERV, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* displs, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Scatterv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(displs), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(root), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Scatterv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(displs), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(root), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ISCATTERV(SENDBUF, SENDCOUNTS, DISPLS, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iscatterv, ISCATTERV, (void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* displs, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iscatterv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(displs), PMPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
+  const int rc = MPI_Iscatterv(f::buffer(sendbuf), f::ints(sendcounts), f::ints(displs), MPI_Type_f2c(*sendtype), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(root), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }

@@ -27,87 +27,87 @@ DTMPI_FORTRAN_ENTRY(finalize, FINALIZE, (MPI_Fint* ierror)) {
 
 // MPI_TYPE_COMMIT(DATATYPE, IERROR)
 DTMPI_FORTRAN_ENTRY(type_commit, TYPE_COMMIT, (MPI_Fint* datatype, MPI_Fint* ierror)) {
-  MPI_Datatype datatype_c = PMPI_Type_f2c(*datatype);
+  MPI_Datatype datatype_c = MPI_Type_f2c(*datatype);
   const int rc = MPI_Type_commit(&datatype_c);
-  *datatype = PMPI_Type_c2f(datatype_c);
+  *datatype = MPI_Type_c2f(datatype_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_TYPE_FREE(DATATYPE, IERROR)
 DTMPI_FORTRAN_ENTRY(type_free, TYPE_FREE, (MPI_Fint* datatype, MPI_Fint* ierror)) {
-  MPI_Datatype datatype_c = PMPI_Type_f2c(*datatype);
+  MPI_Datatype datatype_c = MPI_Type_f2c(*datatype);
   const int rc = MPI_Type_free(&datatype_c);
-  *datatype = PMPI_Type_c2f(datatype_c);
+  *datatype = MPI_Type_c2f(datatype_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_TYPE_DUP(OLDTYPE, NEWTYPE, IERROR)
 DTMPI_FORTRAN_ENTRY(type_dup, TYPE_DUP, (MPI_Fint* oldtype, MPI_Fint* newtype, MPI_Fint* ierror)) {
   MPI_Datatype newtype_c = MPI_DATATYPE_NULL;
-  const int rc = MPI_Type_dup(PMPI_Type_f2c(*oldtype), &newtype_c);
+  const int rc = MPI_Type_dup(MPI_Type_f2c(*oldtype), &newtype_c);
   if (rc == MPI_SUCCESS) {
-    *newtype = PMPI_Type_c2f(newtype_c);
+    *newtype = MPI_Type_c2f(newtype_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_PACK(INBUF, INCOUNT, DATATYPE, OUTBUF, OUTSIZE, POSITION, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(pack, PACK, (void* inbuf, MPI_Fint* incount, MPI_Fint* datatype, void* outbuf, MPI_Fint* outsize, MPI_Fint* position, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   int position_c = f::in(position);
-  const int rc = MPI_Pack(f::buffer(inbuf), f::in(incount), PMPI_Type_f2c(*datatype), f::buffer(outbuf), f::in(outsize), &position_c, comm_c);
+  const int rc = MPI_Pack(f::buffer(inbuf), f::in(incount), MPI_Type_f2c(*datatype), f::buffer(outbuf), f::in(outsize), &position_c, comm_c);
   *position = position_c;
   f::set_ierror(ierror, rc);
 }
 
 // MPI_UNPACK(INBUF, INSIZE, POSITION, OUTBUF, OUTCOUNT, DATATYPE, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(unpack, UNPACK, (void* inbuf, MPI_Fint* insize, MPI_Fint* position, void* outbuf, MPI_Fint* outcount, MPI_Fint* datatype, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   int position_c = f::in(position);
-  const int rc = MPI_Unpack(f::buffer(inbuf), f::in(insize), &position_c, f::buffer(outbuf), f::in(outcount), PMPI_Type_f2c(*datatype), comm_c);
+  const int rc = MPI_Unpack(f::buffer(inbuf), f::in(insize), &position_c, f::buffer(outbuf), f::in(outcount), MPI_Type_f2c(*datatype), comm_c);
   *position = position_c;
   f::set_ierror(ierror, rc);
 }
 
 // MPI_PACK_SIZE(INCOUNT, DATATYPE, COMM, SIZE, IERROR)
 DTMPI_FORTRAN_ENTRY(pack_size, PACK_SIZE, (MPI_Fint* incount, MPI_Fint* datatype, MPI_Fint* comm, MPI_Fint* size, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   int size_c = 0;
-  const int rc = MPI_Pack_size(f::in(incount), PMPI_Type_f2c(*datatype), comm_c, &size_c);
+  const int rc = MPI_Pack_size(f::in(incount), MPI_Type_f2c(*datatype), comm_c, &size_c);
   *size = size_c;
   f::set_ierror(ierror, rc);
 }
 
 // MPI_CART_CREATE(COMM_OLD, NDIMS, DIMS, PERIODS, REORDER, COMM_CART, IERROR)
 DTMPI_FORTRAN_ENTRY(cart_create, CART_CREATE, (MPI_Fint* comm_old, MPI_Fint* ndims, MPI_Fint* dims, MPI_Fint* periods, MPI_Fint* reorder, MPI_Fint* comm_cart, MPI_Fint* ierror)) {
-  const MPI_Comm comm_old_c = PMPI_Comm_f2c(*comm_old);
+  const MPI_Comm comm_old_c = MPI_Comm_f2c(*comm_old);
   const f::Logicals periods_c(periods, f::in(ndims));
   MPI_Comm comm_cart_c = MPI_COMM_NULL;
   const int rc = MPI_Cart_create(comm_old_c, f::in(ndims), f::ints(dims), periods_c.data(), f::logical(reorder), &comm_cart_c);
   if (rc == MPI_SUCCESS) {
-    *comm_cart = PMPI_Comm_c2f(comm_cart_c);
+    *comm_cart = MPI_Comm_c2f(comm_cart_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_DIST_GRAPH_CREATE_ADJACENT(COMM_OLD, INDEGREE, SOURCES, SOURCEWEIGHTS, OUTDEGREE, DESTINATIONS, DESTWEIGHTS, INFO, REORDER, COMM_DIST_GRAPH, IERROR)
 DTMPI_FORTRAN_ENTRY(dist_graph_create_adjacent, DIST_GRAPH_CREATE_ADJACENT, (MPI_Fint* comm_old, MPI_Fint* indegree, MPI_Fint* sources, MPI_Fint* sourceweights, MPI_Fint* outdegree, MPI_Fint* destinations, MPI_Fint* destweights, MPI_Fint* info, MPI_Fint* reorder, MPI_Fint* comm_dist_graph, MPI_Fint* ierror)) {
-  const MPI_Comm comm_old_c = PMPI_Comm_f2c(*comm_old);
+  const MPI_Comm comm_old_c = MPI_Comm_f2c(*comm_old);
   MPI_Comm comm_dist_graph_c = MPI_COMM_NULL;
-  const int rc = MPI_Dist_graph_create_adjacent(comm_old_c, f::in(indegree), f::ints(sources), f::weights(sourceweights), f::in(outdegree), f::ints(destinations), f::weights(destweights), PMPI_Info_f2c(*info), f::logical(reorder), &comm_dist_graph_c);
+  const int rc = MPI_Dist_graph_create_adjacent(comm_old_c, f::in(indegree), f::ints(sources), f::weights(sourceweights), f::in(outdegree), f::ints(destinations), f::weights(destweights), MPI_Info_f2c(*info), f::logical(reorder), &comm_dist_graph_c);
   if (rc == MPI_SUCCESS) {
-    *comm_dist_graph = PMPI_Comm_c2f(comm_dist_graph_c);
+    *comm_dist_graph = MPI_Comm_c2f(comm_dist_graph_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_DIST_GRAPH_CREATE(COMM_OLD, N, SOURCES, DEGREES, DESTINATIONS, WEIGHTS, INFO, REORDER, COMM_DIST_GRAPH, IERROR)
 DTMPI_FORTRAN_ENTRY(dist_graph_create, DIST_GRAPH_CREATE, (MPI_Fint* comm_old, MPI_Fint* n, MPI_Fint* sources, MPI_Fint* degrees, MPI_Fint* destinations, MPI_Fint* weights, MPI_Fint* info, MPI_Fint* reorder, MPI_Fint* comm_dist_graph, MPI_Fint* ierror)) {
-  const MPI_Comm comm_old_c = PMPI_Comm_f2c(*comm_old);
+  const MPI_Comm comm_old_c = MPI_Comm_f2c(*comm_old);
   MPI_Comm comm_dist_graph_c = MPI_COMM_NULL;
-  const int rc = MPI_Dist_graph_create(comm_old_c, f::in(n), f::ints(sources), f::ints(degrees), f::ints(destinations), f::weights(weights), PMPI_Info_f2c(*info), f::logical(reorder), &comm_dist_graph_c);
+  const int rc = MPI_Dist_graph_create(comm_old_c, f::in(n), f::ints(sources), f::ints(degrees), f::ints(destinations), f::weights(weights), MPI_Info_f2c(*info), f::logical(reorder), &comm_dist_graph_c);
   if (rc == MPI_SUCCESS) {
-    *comm_dist_graph = PMPI_Comm_c2f(comm_dist_graph_c);
+    *comm_dist_graph = MPI_Comm_c2f(comm_dist_graph_c);
   }
   f::set_ierror(ierror, rc);
 }

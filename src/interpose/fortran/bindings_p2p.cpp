@@ -7,172 +7,172 @@ namespace f = dtmpi::interpose::fortran;
 
 // MPI_SEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(send, SEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Send(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Send(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SSEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(ssend, SSEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Ssend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Ssend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_RSEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(rsend, RSEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Rsend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Rsend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_BSEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(bsend, BSEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Bsend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Bsend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ISEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(isend, ISEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Isend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Isend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ISSEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(issend, ISSEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Issend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Issend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IRSEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(irsend, IRSEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Irsend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Irsend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IBSEND(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ibsend, IBSEND, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ibsend(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Ibsend(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SEND_INIT(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(send_init, SEND_INIT, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Send_init(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Send_init(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SSEND_INIT(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ssend_init, SSEND_INIT, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ssend_init(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Ssend_init(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_RSEND_INIT(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(rsend_init, RSEND_INIT, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Rsend_init(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Rsend_init(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_BSEND_INIT(BUF, COUNT, DATATYPE, DEST, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(bsend_init, BSEND_INIT, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Bsend_init(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Bsend_init(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_RECV(BUF, COUNT, DATATYPE, SOURCE, TAG, COMM, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(recv, RECV, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   f::Status status_c(status);
-  const int rc = MPI_Recv(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(source), f::in(tag), comm_c, status_c.c());
+  const int rc = MPI_Recv(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(source), f::in(tag), comm_c, status_c.c());
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IRECV(BUF, COUNT, DATATYPE, SOURCE, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(irecv, IRECV, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Irecv(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(source), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Irecv(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(source), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_RECV_INIT(BUF, COUNT, DATATYPE, SOURCE, TAG, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(recv_init, RECV_INIT, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Recv_init(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(source), f::in(tag), comm_c, &request_c);
+  const int rc = MPI_Recv_init(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(source), f::in(tag), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SENDRECV(SENDBUF, SENDCOUNT, SENDTYPE, DEST, SENDTAG, RECVBUF, RECVCOUNT, RECVTYPE, SOURCE, RECVTAG, COMM, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(sendrecv, SENDRECV, (void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, MPI_Fint* dest, MPI_Fint* sendtag, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* source, MPI_Fint* recvtag, MPI_Fint* comm, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   f::Status status_c(status);
-  const int rc = MPI_Sendrecv(f::buffer(sendbuf), f::in(sendcount), PMPI_Type_f2c(*sendtype), f::in(dest), f::in(sendtag), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*recvtype), f::in(source), f::in(recvtag), comm_c, status_c.c());
+  const int rc = MPI_Sendrecv(f::buffer(sendbuf), f::in(sendcount), MPI_Type_f2c(*sendtype), f::in(dest), f::in(sendtag), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*recvtype), f::in(source), f::in(recvtag), comm_c, status_c.c());
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SENDRECV_REPLACE(BUF, COUNT, DATATYPE, DEST, SENDTAG, SOURCE, RECVTAG, COMM, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(sendrecv_replace, SENDRECV_REPLACE, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* dest, MPI_Fint* sendtag, MPI_Fint* source, MPI_Fint* recvtag, MPI_Fint* comm, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   f::Status status_c(status);
-  const int rc = MPI_Sendrecv_replace(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), f::in(dest), f::in(sendtag), f::in(source), f::in(recvtag), comm_c, status_c.c());
+  const int rc = MPI_Sendrecv_replace(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), f::in(dest), f::in(sendtag), f::in(source), f::in(recvtag), comm_c, status_c.c());
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
 
 // MPI_PROBE(SOURCE, TAG, COMM, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(probe, PROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   f::Status status_c(status);
   const int rc = MPI_Probe(f::in(source), f::in(tag), comm_c, status_c.c());
   status_c.write_back();
@@ -181,7 +181,7 @@ DTMPI_FORTRAN_ENTRY(probe, PROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* co
 
 // MPI_IPROBE(SOURCE, TAG, COMM, FLAG, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(iprobe, IPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   int flag_c = 0;
   f::Status status_c(status);
   const int rc = MPI_Iprobe(f::in(source), f::in(tag), comm_c, &flag_c, status_c.c());
@@ -193,20 +193,20 @@ DTMPI_FORTRAN_PMPI_ALIAS(iprobe, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* com
 
 // MPI_MPROBE(SOURCE, TAG, COMM, MESSAGE, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(mprobe, MPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* message, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Message message_c = MPI_MESSAGE_NULL;
   f::Status status_c(status);
   const int rc = MPI_Mprobe(f::in(source), f::in(tag), comm_c, &message_c, status_c.c());
   status_c.write_back();
   if (rc == MPI_SUCCESS) {
-    *message = PMPI_Message_c2f(message_c);
+    *message = MPI_Message_c2f(message_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IMPROBE(SOURCE, TAG, COMM, FLAG, MESSAGE, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(improbe, IMPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* flag, MPI_Fint* message, MPI_Fint* status, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   int flag_c = 0;
   MPI_Message message_c = MPI_MESSAGE_NULL;
   f::Status status_c(status);
@@ -214,7 +214,7 @@ DTMPI_FORTRAN_ENTRY(improbe, IMPROBE, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint
   *flag = f::logical_out(flag_c);
   status_c.write_back();
   if (rc == MPI_SUCCESS) {
-    *message = PMPI_Message_c2f(message_c);
+    *message = MPI_Message_c2f(message_c);
   }
   f::set_ierror(ierror, rc);
 }
@@ -222,22 +222,22 @@ DTMPI_FORTRAN_PMPI_ALIAS(improbe, (MPI_Fint* source, MPI_Fint* tag, MPI_Fint* co
 
 // MPI_MRECV(BUF, COUNT, DATATYPE, MESSAGE, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(mrecv, MRECV, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* message, MPI_Fint* status, MPI_Fint* ierror)) {
-  MPI_Message message_c = PMPI_Message_f2c(*message);
+  MPI_Message message_c = MPI_Message_f2c(*message);
   f::Status status_c(status);
-  const int rc = MPI_Mrecv(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), &message_c, status_c.c());
-  *message = PMPI_Message_c2f(message_c);
+  const int rc = MPI_Mrecv(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), &message_c, status_c.c());
+  *message = MPI_Message_c2f(message_c);
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IMRECV(BUF, COUNT, DATATYPE, MESSAGE, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(imrecv, IMRECV, (void* buf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* message, MPI_Fint* request, MPI_Fint* ierror)) {
-  MPI_Message message_c = PMPI_Message_f2c(*message);
+  MPI_Message message_c = MPI_Message_f2c(*message);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Imrecv(f::buffer(buf), f::in(count), PMPI_Type_f2c(*datatype), &message_c, &request_c);
-  *message = PMPI_Message_c2f(message_c);
+  const int rc = MPI_Imrecv(f::buffer(buf), f::in(count), MPI_Type_f2c(*datatype), &message_c, &request_c);
+  *message = MPI_Message_c2f(message_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }

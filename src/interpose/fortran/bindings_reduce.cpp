@@ -7,114 +7,114 @@ namespace f = dtmpi::interpose::fortran;
 
 // MPI_ALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(allreduce, ALLREDUCE, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Allreduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Allreduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_SCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(scan, SCAN, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Scan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Scan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_EXSCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(exscan, EXSCAN, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Exscan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Exscan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iallreduce, IALLREDUCE, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iallreduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c, &request_c);
+  const int rc = MPI_Iallreduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_ISCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iscan, ISCAN, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iscan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c, &request_c);
+  const int rc = MPI_Iscan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IEXSCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(iexscan, IEXSCAN, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Iexscan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c, &request_c);
+  const int rc = MPI_Iexscan(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_REDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(reduce, REDUCE, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Reduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), f::in(root), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Reduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), f::in(root), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ireduce, IREDUCE, (void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ireduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), f::in(root), comm_c, &request_c);
+  const int rc = MPI_Ireduce(f::buffer(sendbuf), f::buffer(recvbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), f::in(root), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_REDUCE_SCATTER_BLOCK(SENDBUF, RECVBUF, RECVCOUNT, DATATYPE, OP, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(reduce_scatter_block, REDUCE_SCATTER_BLOCK, (void* sendbuf, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Reduce_scatter_block(f::buffer(sendbuf), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Reduce_scatter_block(f::buffer(sendbuf), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IREDUCE_SCATTER_BLOCK(SENDBUF, RECVBUF, RECVCOUNT, DATATYPE, OP, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK, (void* sendbuf, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ireduce_scatter_block(f::buffer(sendbuf), f::buffer(recvbuf), f::in(recvcount), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c, &request_c);
+  const int rc = MPI_Ireduce_scatter_block(f::buffer(sendbuf), f::buffer(recvbuf), f::in(recvcount), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_REDUCE_SCATTER(SENDBUF, RECVBUF, RECVCOUNTS, DATATYPE, OP, COMM, IERROR)
 DTMPI_FORTRAN_ENTRY(reduce_scatter, REDUCE_SCATTER, (void* sendbuf, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
-  const int rc = MPI_Reduce_scatter(f::buffer(sendbuf), f::buffer(recvbuf), f::ints(recvcounts), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Reduce_scatter(f::buffer(sendbuf), f::buffer(recvbuf), f::ints(recvcounts), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c);
   f::set_ierror(ierror, rc);
 }
 
 // MPI_IREDUCE_SCATTER(SENDBUF, RECVBUF, RECVCOUNTS, DATATYPE, OP, COMM, REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(ireduce_scatter, IREDUCE_SCATTER, (void* sendbuf, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror)) {
-  const MPI_Comm comm_c = PMPI_Comm_f2c(*comm);
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
   MPI_Request request_c = MPI_REQUEST_NULL;
-  const int rc = MPI_Ireduce_scatter(f::buffer(sendbuf), f::buffer(recvbuf), f::ints(recvcounts), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), comm_c, &request_c);
+  const int rc = MPI_Ireduce_scatter(f::buffer(sendbuf), f::buffer(recvbuf), f::ints(recvcounts), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), comm_c, &request_c);
   if (rc == MPI_SUCCESS) {
-    *request = PMPI_Request_c2f(request_c);
+    *request = MPI_Request_c2f(request_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_REDUCE_LOCAL(INBUF, INOUTBUF, COUNT, DATATYPE, OP, IERROR)
 DTMPI_FORTRAN_ENTRY(reduce_local, REDUCE_LOCAL, (void* inbuf, void* inoutbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op, MPI_Fint* ierror)) {
-  const int rc = MPI_Reduce_local(f::buffer(inbuf), f::buffer(inoutbuf), f::in(count), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op));
+  const int rc = MPI_Reduce_local(f::buffer(inbuf), f::buffer(inoutbuf), f::in(count), MPI_Type_f2c(*datatype), MPI_Op_f2c(*op));
   f::set_ierror(ierror, rc);
 }

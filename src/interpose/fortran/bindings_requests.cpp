@@ -7,9 +7,9 @@ namespace f = dtmpi::interpose::fortran;
 
 // MPI_START(REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(start, START, (MPI_Fint* request, MPI_Fint* ierror)) {
-  MPI_Request request_c = PMPI_Request_f2c(*request);
+  MPI_Request request_c = MPI_Request_f2c(*request);
   const int rc = MPI_Start(&request_c);
-  *request = PMPI_Request_c2f(request_c);
+  *request = MPI_Request_c2f(request_c);
   f::set_ierror(ierror, rc);
 }
 
@@ -23,21 +23,21 @@ DTMPI_FORTRAN_ENTRY(startall, STARTALL, (MPI_Fint* count, MPI_Fint* requests, MP
 
 // MPI_WAIT(REQUEST, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(wait, WAIT, (MPI_Fint* request, MPI_Fint* status, MPI_Fint* ierror)) {
-  MPI_Request request_c = PMPI_Request_f2c(*request);
+  MPI_Request request_c = MPI_Request_f2c(*request);
   f::Status status_c(status);
   const int rc = MPI_Wait(&request_c, status_c.c());
-  *request = PMPI_Request_c2f(request_c);
+  *request = MPI_Request_c2f(request_c);
   status_c.write_back();
   f::set_ierror(ierror, rc);
 }
 
 // MPI_TEST(REQUEST, FLAG, STATUS, IERROR)
 DTMPI_FORTRAN_ENTRY(test, TEST, (MPI_Fint* request, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror)) {
-  MPI_Request request_c = PMPI_Request_f2c(*request);
+  MPI_Request request_c = MPI_Request_f2c(*request);
   int flag_c = 0;
   f::Status status_c(status);
   const int rc = MPI_Test(&request_c, &flag_c, status_c.c());
-  *request = PMPI_Request_c2f(request_c);
+  *request = MPI_Request_c2f(request_c);
   *flag = f::logical_out(flag_c);
   status_c.write_back();
   f::set_ierror(ierror, rc);
@@ -123,9 +123,9 @@ DTMPI_FORTRAN_PMPI_ALIAS(testsome, (MPI_Fint* incount, MPI_Fint* requests, MPI_F
 
 // MPI_REQUEST_FREE(REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(request_free, REQUEST_FREE, (MPI_Fint* request, MPI_Fint* ierror)) {
-  MPI_Request request_c = PMPI_Request_f2c(*request);
+  MPI_Request request_c = MPI_Request_f2c(*request);
   const int rc = MPI_Request_free(&request_c);
-  *request = PMPI_Request_c2f(request_c);
+  *request = MPI_Request_c2f(request_c);
   f::set_ierror(ierror, rc);
 }
 
@@ -133,7 +133,7 @@ DTMPI_FORTRAN_ENTRY(request_free, REQUEST_FREE, (MPI_Fint* request, MPI_Fint* ie
 DTMPI_FORTRAN_ENTRY(request_get_status, REQUEST_GET_STATUS, (MPI_Fint* request, MPI_Fint* flag, MPI_Fint* status, MPI_Fint* ierror)) {
   int flag_c = 0;
   f::Status status_c(status);
-  const int rc = MPI_Request_get_status(PMPI_Request_f2c(*request), &flag_c, status_c.c());
+  const int rc = MPI_Request_get_status(MPI_Request_f2c(*request), &flag_c, status_c.c());
   *flag = f::logical_out(flag_c);
   status_c.write_back();
   f::set_ierror(ierror, rc);
@@ -142,8 +142,8 @@ DTMPI_FORTRAN_PMPI_ALIAS(request_get_status, (MPI_Fint* request, MPI_Fint* flag,
 
 // MPI_CANCEL(REQUEST, IERROR)
 DTMPI_FORTRAN_ENTRY(cancel, CANCEL, (MPI_Fint* request, MPI_Fint* ierror)) {
-  MPI_Request request_c = PMPI_Request_f2c(*request);
+  MPI_Request request_c = MPI_Request_f2c(*request);
   const int rc = MPI_Cancel(&request_c);
-  *request = PMPI_Request_c2f(request_c);
+  *request = MPI_Request_c2f(request_c);
   f::set_ierror(ierror, rc);
 }

@@ -16,12 +16,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HANDLE = {  # kind stem -> (C type, f2c, c2f, null)
-    "type": ("MPI_Datatype", "PMPI_Type_f2c", "PMPI_Type_c2f", "MPI_DATATYPE_NULL"),
-    "comm": ("MPI_Comm", "PMPI_Comm_f2c", "PMPI_Comm_c2f", "MPI_COMM_NULL"),
-    "request": ("MPI_Request", "PMPI_Request_f2c", "PMPI_Request_c2f", "MPI_REQUEST_NULL"),
-    "message": ("MPI_Message", "PMPI_Message_f2c", "PMPI_Message_c2f", "MPI_MESSAGE_NULL"),
-    "op": ("MPI_Op", "PMPI_Op_f2c", None, None),
-    "info": ("MPI_Info", "PMPI_Info_f2c", None, None),
+    "type": ("MPI_Datatype", "MPI_Type_f2c", "MPI_Type_c2f", "MPI_DATATYPE_NULL"),
+    "comm": ("MPI_Comm", "MPI_Comm_f2c", "MPI_Comm_c2f", "MPI_COMM_NULL"),
+    "request": ("MPI_Request", "MPI_Request_f2c", "MPI_Request_c2f", "MPI_REQUEST_NULL"),
+    "message": ("MPI_Message", "MPI_Message_f2c", "MPI_Message_c2f", "MPI_MESSAGE_NULL"),
+    "op": ("MPI_Op", "MPI_Op_f2c", None, None),
+    "info": ("MPI_Info", "MPI_Info_f2c", None, None),
 }
 PEERS = {"send": "kSend", "recv": "kRecv", "nsend": "kNeighborSend", "nrecv": "kNeighborRecv"}
 
@@ -60,7 +60,7 @@ def entry(cname, sig, pmpi=False):
     # communicators first: datatype arrays are sized by them
     for name, kind, _ in sig:
         if kind == "comm":
-            pre.append(f"const MPI_Comm {name}_c = PMPI_Comm_f2c(*{name});")
+            pre.append(f"const MPI_Comm {name}_c = MPI_Comm_f2c(*{name});")
     comm = next((n for n, k, _ in sig if k == "comm"), None)
     capacity = next((p for _, k, p in sig if k == "requests"), None)
     for name, kind, par in sig:
