@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "runtime/config.hpp"
 #include "transport/model.hpp"
 #include "transport/predict.hpp"
 #include "transport/transfer.hpp"
@@ -137,6 +138,7 @@ TEST(Model, CorruptTextIsRefusedWithAReason) {
 TEST(Model, LoaderAcceptsAMatchingFileAndRefusesTheRest) {
   const std::string dir = temp_dir();
   setenv("DTMPI_CACHE_DIR", dir.c_str(), 1);
+  dtmpi::runtime::reload_config();  // the configuration is read once
   // missing: defaults
   tp::load_model(1, "GPU A");
   EXPECT_TRUE(tp::current_model().defaults);
@@ -160,6 +162,7 @@ TEST(Model, LoaderAcceptsAMatchingFileAndRefusesTheRest) {
   tp::load_model(1, "GPU A");
   EXPECT_TRUE(tp::current_model().defaults);
   unsetenv("DTMPI_CACHE_DIR");
+  dtmpi::runtime::reload_config();
 }
 
 TEST(Model, PredictionsFollowTheTerms) {
@@ -191,6 +194,7 @@ TEST(Model, MeasuredFileFromDtmpiMeasure) {
   const char* dir = std::getenv("DTMPI_TEST_MODEL_DIR");
   if (!dir) GTEST_SKIP() << "DTMPI_TEST_MODEL_DIR not set";
   setenv("DTMPI_CACHE_DIR", dir, 1);
+  dtmpi::runtime::reload_config();
   tp::load_model(1, "");
   EXPECT_FALSE(tp::current_model().defaults) << "dtmpi-measure's file was not accepted";
   EXPECT_GE(tp::current_model().mpi.bytes.size(), 7u);
@@ -201,4 +205,5 @@ TEST(Model, MeasuredFileFromDtmpiMeasure) {
   for (double b : tp::current_model().mpi.bytes) EXPECT_GT(tp::current_model().mpi.at(b), 0.0) << b << " bytes";
   EXPECT_GT(tp::current_model().mpi.at(67108864.0), tp::current_model().mpi.at(1));
   unsetenv("DTMPI_CACHE_DIR");
+  dtmpi::runtime::reload_config();
 }
