@@ -138,9 +138,8 @@ Status post_one_message(const UserBuffer& b, MPI_Comm comm, const Arrival& from,
 // A ReceiveOp driven to its end (blocking) or handed to the engine behind the
 // application's request.
 Status run_or_start(std::unique_ptr<ReceiveOp> op, MPI_Status* status, MPI_Request* request) {
-  if (request) return mpi_status(start_with_request(std::move(op), request), "");
-  const int rc = run(*op, status);
-  return mpi_status(rc, "", op->error_reported);
+  if (request) return start_with_request(std::move(op), request);
+  return run(*op, status);
 }
 
 }  // namespace
@@ -152,7 +151,7 @@ Status send(SendMode mode, const UserBuffer& b, int dest, int tag, MPI_Comm comm
                                                : choose_method(b, dest_world);
   if (!is_multi(m)) return send_one_message(mode, b, m, dest, tag, comm, request);
   DTMPI_TRACE("send: routed");
-  return mpi_status(send_multi(b, m, dest, dest_world, tag, comm, mode == SendMode::kSynchronous, request), "");
+  return send_multi(b, m, dest, dest_world, tag, comm, mode == SendMode::kSynchronous, request);
 }
 
 Status receive(const RecvRoute& r, MPI_Comm comm, const Arrival& from, MPI_Status* status, MPI_Request* request) {

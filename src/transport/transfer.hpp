@@ -68,9 +68,9 @@ int64_t typical_pitch(const type::PackPlan& plan);
 
 // Sends `b` by a multi-message method. With `request`, the descriptor's
 // system request is returned there (complete: the application may reuse its
-// buffer); without, the call blocks until then. Returns an MPI error code.
-int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm,
-               bool synchronous, MPI_Request* request);
+// buffer); without, the call blocks until then.
+Status send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm,
+                  bool synchronous, MPI_Request* request);
 
 // For callers inside a blocking collective, where every rank progresses until
 // all of the call is done: sends `bytes` bytes of GPU memory at `ptr` over CUDA
@@ -81,15 +81,14 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
 // read them, so the bytes must stay unchanged until then. An ordinary send
 // completes without the receiver's help (a receiver blocked in a call dtmpi
 // does not see must not stall it), which is why this is not one.
-// kNotSentInPlace: not possible here (no IPC with that peer, below
+// false: not possible here (no IPC with that peer, below
 // kInPlaceMin, a method forced, memory CUDA cannot share): the caller sends
 // the usual way. From kInPlaceMin bytes, not kMultiMin: the receiver of a
 // collective's piece knows its size too and looks for a descriptor from there
 // (interpose::irecv_piece), which saves small pieces the synchronous
 // one-message path (a launch and a wait on each side).
-inline constexpr int kNotSentInPlace = -1;
-int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const runtime::PointerInfo& info, int dest,
-                  int tag, MPI_Comm comm, MPI_Request* request);
+Result<bool> send_in_place(const void* pooled, int64_t offset, int64_t bytes, const runtime::PointerInfo& info,
+                           int dest, int tag, MPI_Comm comm, MPI_Request* request);
 
 // A receive that may meet a descriptor: the landing message goes into a
 // staging buffer (`staged`) or straight into the user's buffer with the
