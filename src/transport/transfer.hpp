@@ -98,9 +98,9 @@ class ReceiveOp final : public Operation {
   ReceiveOp(const UserBuffer& b, bool staged, MPI_Comm comm);
   ~ReceiveOp() override;
   // Posts the landing receive (non-blocking form).
-  int post(int source, int tag);
+  Status post(int source, int tag);
   // Receives the landing message (blocking form); run() finishes the rest.
-  int receive_blocking(int source, int tag);
+  Status receive_blocking(int source, int tag);
   // Starts from a message a probe already took (transport/stash.hpp).
   void from_stash(Stashed& e);
   bool step() override;
@@ -112,12 +112,15 @@ class ReceiveOp final : public Operation {
   void begin_multi(const Descriptor& d);
   bool read_descriptor(int bytes_received, const MPI_Status& st, Descriptor& d);
   void deliver_packed(const void* packed_host, int64_t bytes);
-  int unpack_with_type(const void* packed_host, int64_t bytes);
+  Status unpack_with_type(const void* packed_host, int64_t bytes);
   // The elements a descriptor's transfer touches (the last one maybe in part).
   int64_t elements_touched() const {
     return b_.plan->size > 0 ? (d_.total_bytes + b_.plan->size - 1) / b_.plan->size : 0;
   }
-  void fail(int code);
+  // Ends the operation with `e` (its code is what the application's request
+  // or blocking call returns; its `what`, if any, is logged here: the code
+  // travels on as a bare code through the generalized request).
+  void fail(const Error& e);
   bool step_chunks();
   bool read_over_ipc();
   bool read_chunks(const void* packed, bool local);
