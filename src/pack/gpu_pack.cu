@@ -304,11 +304,14 @@ Result<DeviceBlockList*> block_list_for(const PackPlan& plan, bool from_strided,
       list->align_bits |= static_cast<uint64_t>(src[i]) | static_cast<uint64_t>(end - start[i]);
     }
     const size_t bytes = src.size() * sizeof(int64_t);
-    Status up = DTMPI_CUDA_STATUS(cudaMalloc(&list->d_src_off, bytes));
-    if (up) up = DTMPI_CUDA_STATUS(cudaMalloc(&list->d_start, bytes));
-    if (up) up = DTMPI_CUDA_STATUS(cudaMemcpyAsync(list->d_src_off, src.data(), bytes, cudaMemcpyHostToDevice, s));
-    if (up) up = DTMPI_CUDA_STATUS(cudaMemcpyAsync(list->d_start, start.data(), bytes, cudaMemcpyHostToDevice, s));
-    if (up) up = DTMPI_CUDA_STATUS(cudaStreamSynchronize(s));
+    const Status up = [&]() -> Status {
+      DTMPI_CUDA_CHECK(cudaMalloc(&list->d_src_off, bytes));
+      DTMPI_CUDA_CHECK(cudaMalloc(&list->d_start, bytes));
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(list->d_src_off, src.data(), bytes, cudaMemcpyHostToDevice, s));
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(list->d_start, start.data(), bytes, cudaMemcpyHostToDevice, s));
+      DTMPI_CUDA_CHECK(cudaStreamSynchronize(s));
+      return ok_status();
+    }();
     if (!up) {
       failure = Error{kErrCuda, "uploading a block list failed: " + up.error().what};
       return nullptr;
