@@ -4,6 +4,8 @@
 // The interposer converts an Error into an MPI error code at the boundary.
 #pragma once
 #include <string>
+
+#include "base/log.hpp"
 #include <utility>
 #include <variant>
 
@@ -50,6 +52,28 @@ inline Status mpi_status(int rc, const char* what, bool reported = false) {
   return Error{rc, what, reported};
 }
 
+// The first failure of several calls made as one (MPI's rule: a call made of
+// several returns the first error): `a` if it failed, else `b`.
+inline Status first_error(Status a, Status b) { return a ? std::move(b) : std::move(a); }
+inline void keep_first(int& rc, int next) {
+  if (rc == 0 /* MPI_SUCCESS */) rc = next;
+}
+
+// The code an MPI call returns for `s`, WITHOUT the boundary's handler call:
+// for the few places that hand a code to the system MPI itself (a generalized
+// request's query function, an engine operation's recorded error).
+inline int code_of(const Status& s) { return s ? 0 /* MPI_SUCCESS */ : s.error().code; }
+
+namespace detail {
+// The logging half of DTMPI_*_WARN: true if `rc` is success, else logs the
+// failed call once (warn level) and returns false.
+inline bool warn_unless_ok(int rc, const char* what) {
+  if (rc == 0) return true;
+  DTMPI_LOG(kWarn, "%s failed (code %d); continuing", what, rc);
+  return false;
+}
+}  // namespace detail
+
 }  // namespace dtmpi
 
 #define DTMPI_CONCAT_INNER(a, b) a##b
@@ -80,3 +104,14 @@ inline Status mpi_status(int rc, const char* what, bool reported = false) {
       return ::dtmpi::Error{dtmpi_rc_, #call, true};           \
   } while (0)
 
+
+// An MPI return code as a Status naming the call, for a caller that must clean
+// up before it propagates (`if (!s) { release(...); return s; }`).
+#define DTMPI_MPI_STATUS(call) ::dtmpi::mpi_status((call), #call)
+#define DTMPI_MPI_STATUS_REPORTED(call) ::dtmpi::mpi_status((call), #call, true)
+
+// Where a failure cannot be returned (destructors, progress loops, cleanup
+// paths, functions that answer bool by design): evaluates to true if the call
+// succeeded, else logs it once and evaluates to false, so the caller can
+// still take its fallback (`if (DTMPI_MPI_WARN(call) && done)`).
+#define DTMPI_MPI_WARN(call) ::dtmpi::detail::warn_unless_ok((call), #call)

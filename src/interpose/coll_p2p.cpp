@@ -274,8 +274,9 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
         // decides). Only dtmpi's own pool buffer is shared so, never the
         // application's, even when its pieces are contiguous (see
         // send_in_place).
-        rc = tp::send_in_place(side.base, side.s.byte_displs[k], count, side.base_info, peer, tag, dup, &reqs.back());
-        if (rc != tp::kNotSentInPlace) continue;
+        auto placed = tp::send_in_place(side.base, side.s.byte_displs[k], count, side.base_info, peer, tag, dup, &reqs.back());
+        if (!placed) rc = placed.error().code;
+        if (!placed || placed.value()) continue;
       }
       rc = sending ? MPI_Isend(buf, count, type, peer, tag, dup, &reqs.back())
                    : irecv_piece(buf, count, type, peer, tag, dup, &reqs.back());

@@ -12,8 +12,9 @@ namespace {
 
 void initialized() {
   dtmpi::runtime::on_mpi_initialized();
-  if (int rc = dtmpi::transport::init_peers(); rc != MPI_SUCCESS)
-    DTMPI_LOG(kError, "setting up dtmpi's private communicator failed (%d): GPU transfers use one message", rc);
+  if (auto set_up = dtmpi::transport::init_peers(); !set_up)
+    DTMPI_LOG(kError, "setting up dtmpi's private communicator failed (%s, code %d): GPU transfers use one message",
+              set_up.error().what.c_str(), set_up.error().code);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ DTMPI_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_
   REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &bytes);
   if (bytes == tp::kDescriptorBytes && tp::descriptors_possible() && *message != MPI_MESSAGE_NO_PROC) {
     tp::Stashed e;  // maybe a descriptor: read it now, report the real size
-    if (rc = tp::read_matched(message, comm, st, e); rc != MPI_SUCCESS) return raise(comm, rc);
+    if (dtmpi::Status got = tp::read_matched(message, comm, st, e); !got) return dtmpi::interpose::result(comm, got);
     return hand_out(std::move(e), flag, message, status, &st);
   }
   remember(*message, comm, nullptr);

@@ -18,6 +18,7 @@ namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;
 using dtmpi::interpose::must_stage;
 using dtmpi::interpose::raise;
+using dtmpi::interpose::result;
 using dtmpi::interpose::refuse;
 using dtmpi::interpose::RecvRoute;
 using dtmpi::interpose::route_receive;
@@ -192,7 +193,7 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
 DTMPI_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   tp::poll();
   if (!tp::descriptors_possible() && !tp::stash_any()) return REAL(MPI_Iprobe)(source, tag, comm, flag, status);
-  return tp::iprobe(source, tag, comm, flag, status);
+  return result(comm, tp::iprobe(source, tag, comm, flag, status));
 }
 
 DTMPI_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {

@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kThreads) batch_kernel(BatchArgs a) {
 
 unsigned batch_grid(uint64_t total, int device) {
   int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 32;
+  if (!DTMPI_CUDA_PROBE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) || sms <= 0) sms = 32;
   const uint64_t want = (total / kUnroll + kThreads) / kThreads;
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, static_cast<uint64_t>(sms) * 16)));
 }

@@ -160,7 +160,7 @@ int sm_count(int device) {
   if (device < 0 || device >= 64) return 32;
   if (cached[device] == 0) {
     int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0)
+    if (!DTMPI_CUDA_PROBE(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device)) || n <= 0)
       n = 32;
     cached[device] = n;
   }
@@ -304,12 +304,16 @@ Result<DeviceBlockList*> block_list_for(const PackPlan& plan, bool from_strided,
       list->align_bits |= static_cast<uint64_t>(src[i]) | static_cast<uint64_t>(end - start[i]);
     }
     const size_t bytes = src.size() * sizeof(int64_t);
-    if (cudaMalloc(&list->d_src_off, bytes) != cudaSuccess ||
-        cudaMalloc(&list->d_start, bytes) != cudaSuccess ||
-        cudaMemcpyAsync(list->d_src_off, src.data(), bytes, cudaMemcpyHostToDevice, s) != cudaSuccess ||
-        cudaMemcpyAsync(list->d_start, start.data(), bytes, cudaMemcpyHostToDevice, s) != cudaSuccess ||
-        cudaStreamSynchronize(s) != cudaSuccess) {
-      failure = Error{kErrCuda, "uploading a block list failed"};
+    const Status up = [&]() -> Status {
+      DTMPI_CUDA_CHECK(cudaMalloc(&list->d_src_off, bytes));
+      DTMPI_CUDA_CHECK(cudaMalloc(&list->d_start, bytes));
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(list->d_src_off, src.data(), bytes, cudaMemcpyHostToDevice, s));
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(list->d_start, start.data(), bytes, cudaMemcpyHostToDevice, s));
+      DTMPI_CUDA_CHECK(cudaStreamSynchronize(s));
+      return ok_status();
+    }();
+    if (!up) {
+      failure = Error{kErrCuda, "uploading a block list failed: " + up.error().what};
       return nullptr;
     }
     return list;

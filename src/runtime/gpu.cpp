@@ -64,8 +64,7 @@ Gpu& gpu() {
     auto* s = new Gpu;  // never destroyed: CUDA may be torn down before static destructors
     if (config().cuda == "off") return s;
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-      cudaGetLastError();
+    if (!DTMPI_CUDA_PROBE(cudaGetDeviceCount(&n)) || n == 0) {
       return s;
     }
     s->ndevices = n < kMaxDevices ? n : kMaxDevices;
@@ -107,8 +106,7 @@ Result<cudaStream_t> stream_for(int device, Lane lane) {
       // event record and wait per operation (a microsecond or more each)
       cudaStream_t created = nullptr;
       int least = 0, greatest = 0;  // numerically: greatest priority is the lowest number
-      if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
-        cudaGetLastError();
+      if (!DTMPI_CUDA_PROBE(cudaDeviceGetStreamPriorityRange(&least, &greatest))) {
         least = greatest = 0;
       }
       DTMPI_CUDA_CHECK(cudaStreamCreateWithPriority(
@@ -117,8 +115,8 @@ Result<cudaStream_t> stream_for(int device, Lane lane) {
       std::atomic_ref(g.streams[device][l]).store(created, std::memory_order_release);
       void* flag = nullptr;
       void* flag_dev = nullptr;
-      if (g.driver.write_value32 && cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
-          cudaHostGetDevicePointer(&flag_dev, flag, 0) == cudaSuccess) {
+      if (g.driver.write_value32 && DTMPI_CUDA_PROBE(cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable)) &&
+          DTMPI_CUDA_PROBE(cudaHostGetDevicePointer(&flag_dev, flag, 0))) {
         *static_cast<volatile uint32_t*>(flag) = 0;
         g.done_flag[device][l] = static_cast<volatile uint32_t*>(flag);
         g.done_flag_dev[device][l] = reinterpret_cast<CUdeviceptr>(flag_dev);
@@ -151,8 +149,7 @@ namespace {
 PointerInfo query_runtime(const void* p) {
   PointerInfo info;
   cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
+  if (!DTMPI_CUDA_PROBE(cudaPointerGetAttributes(&a, p))) {
     return info;
   }
   switch (a.type) {
@@ -187,7 +184,7 @@ PointerInfo pointer_info(const void* p) {
   CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                  CU_POINTER_ATTRIBUTE_IS_MANAGED};
   void* values[] = {&memtype, &id, &managed};
-  if (g.driver.pointer_get_attributes(3, which, values, static_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS || memtype == 0)
+  if (!DTMPI_CU_PROBE(g.driver.pointer_get_attributes(3, which, values, static_cast<CUdeviceptr>(addr))) || memtype == 0)
     return PointerInfo{};  // not CUDA memory: host
   {
     std::shared_lock lock(g.ranges_mu);
@@ -206,8 +203,8 @@ PointerInfo pointer_info(const void* p) {
   if (managed) info.kind = MemKind::kManaged;
   CUdeviceptr start = 0;
   size_t size = 0;
-  if (g.driver.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
-      g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
+  if (DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, static_cast<CUdeviceptr>(addr))) &&
+      DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, static_cast<CUdeviceptr>(addr))) &&
       size > 0) {
     PointerInfo at_start = info;
     if (at_start.device_ptr)
@@ -248,7 +245,7 @@ HostFlag raise_host_flag(int device, cudaStream_t s) {
   if (!g.spin_ok[device][l]) return {};
   std::lock_guard lock(g.done_mu[device][l]);  // numbers reach the flag in the order they were taken
   const uint32_t seq = g.done_seq[device][l] + 1 == 0 ? 1 : g.done_seq[device][l] + 1;  // 0 means "none"
-  if (g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device][l], seq, 0) != CUDA_SUCCESS) {
+  if (!DTMPI_CU_PROBE(g.driver.write_value32(reinterpret_cast<CUstream>(s), g.done_flag_dev[device][l], seq, 0))) {
     cudaGetLastError();
     g.spin_ok[device][l] = false;  // stream memory operations unsupported here
     return {};
@@ -540,9 +537,9 @@ bool allocation_of(const void* p, uintptr_t& start, size_t& size, unsigned long 
   if (!g.enabled || !g.driver.pointer_get_attribute) return false;
   const auto addr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
   CUdeviceptr lo = 0;
-  if (g.driver.pointer_get_attribute(&lo, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr) != CUDA_SUCCESS ||
-      g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, addr) != CUDA_SUCCESS ||
-      g.driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, addr) != CUDA_SUCCESS)
+  if (!DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&lo, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr)) ||
+      !DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, addr)) ||
+      !DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, addr)))
     return false;
   start = static_cast<uintptr_t>(lo);
   return true;

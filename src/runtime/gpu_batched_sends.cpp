@@ -68,8 +68,7 @@ Status flush_locked(Batches& b, int device) {
   auto t = stream_for(device, Lane::kTransfer);
   auto s = stream_for(device, Lane::kBatch);
   Status packed = !t ? Status(t.error()) : !s ? Status(s.error()) : ok_status();
-  if (packed && cudaStreamWaitEvent(s.value(), b.sent[device], 0) != cudaSuccess)
-    packed = Error{kErrCuda, std::string("cudaStreamWaitEvent: ") + cudaGetErrorString(cudaGetLastError())};
+  if (packed) packed = DTMPI_CUDA_STATUS(cudaStreamWaitEvent(s.value(), b.sent[device], 0));
   if (packed) {
     std::vector<pack::DevicePiece> pieces;
     pieces.reserve(list.size());
@@ -96,12 +95,12 @@ Status flush_locked(Batches& b, int device) {
     p.marker->pending.store(false, std::memory_order_release);
   }
   // the transfer stream's later work (later values' commits) after the batch
-  if (s && t &&
-      (cudaEventRecord(b.done[device], s.value()) != cudaSuccess ||
-       cudaStreamWaitEvent(t.value(), b.done[device], 0) != cudaSuccess) &&
-      committed)
-    committed = Error{kErrCuda, std::string("ordering the transfer stream after batched packs: ") +
-                                    cudaGetErrorString(cudaGetLastError())};
+  if (s && t) {
+    Status ordered = DTMPI_CUDA_STATUS(cudaEventRecord(b.done[device], s.value()));
+    if (ordered) ordered = DTMPI_CUDA_STATUS(cudaStreamWaitEvent(t.value(), b.done[device], 0));
+    if (!ordered && committed)
+      committed = Error{kErrCuda, "ordering the transfer stream after batched packs: " + ordered.error().what};
+  }
   if (!packed) {
     DTMPI_LOG(kError, "batched packs failed: %s", packed.error().what.c_str());
     return packed;
@@ -149,9 +148,11 @@ Result<GpuMarker> pack_later(const type::PlanPtr& plan, int64_t count, const voi
   auto t = stream_for(device, Lane::kTransfer);
   if (!t) return t.error();
   for (cudaEvent_t* e : {&b.sent[device], &b.done[device]})
-    if (!*e && cudaEventCreateWithFlags(e, cudaEventDisableTiming) != cudaSuccess) {
-      *e = nullptr;
-      return Error{kErrCuda, std::string("cudaEventCreateWithFlags: ") + cudaGetErrorString(cudaGetLastError())};
+    if (!*e) {
+      if (Status created = DTMPI_CUDA_STATUS(cudaEventCreateWithFlags(e, cudaEventDisableTiming)); !created) {
+        *e = nullptr;
+        return created.error();
+      }
     }
   // the batch will wait for this: the transfer stream's work so far, and (a
   // blocking stream, DTMPI_GPU_ORDER=legacy) the legacy stream's work before

@@ -1,6 +1,7 @@
 // GPU discovery through the CUDA runtime (built when CUDA is enabled).
 #include <cuda_runtime.h>
 
+#include "base/cuda_check.hpp"
 #include "runtime/config.hpp"
 #include "runtime/system_info.hpp"
 
@@ -14,16 +15,15 @@ GpuInfo query_gpus() {
     return info;
   }
   int n = 0;
-  cudaError_t rc = cudaGetDeviceCount(&n);
-  if (rc != cudaSuccess) {
+  const cudaError_t rc = cudaGetDeviceCount(&n);
+  if (!DTMPI_CUDA_PROBE(rc)) {  // also clears the error so later calls start clean
     info.note = cudaGetErrorString(rc);
-    cudaGetLastError();  // clear the sticky-free error so later calls start clean
     return info;
   }
   info.count = n;
   for (int d = 0; d < n; ++d) {
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess) info.names.emplace_back(prop.name);
+    if (DTMPI_CUDA_PROBE(cudaGetDeviceProperties(&prop, d))) info.names.emplace_back(prop.name);
   }
   if (n == 0) info.note = "no CUDA device";
   return info;

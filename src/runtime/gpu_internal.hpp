@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "base/cuda_check.hpp"
 #include "base/result.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/gpu.hpp"
@@ -85,12 +86,12 @@ bool allocation_of(const void* p, uintptr_t& start, size_t& size, unsigned long 
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
-    if (device >= 0 && cudaGetDevice(&prev_) == cudaSuccess && prev_ != device &&
-        cudaSetDevice(device) == cudaSuccess)
+    if (device >= 0 && DTMPI_CUDA_WARN(cudaGetDevice(&prev_)) && prev_ != device &&
+        DTMPI_CUDA_WARN(cudaSetDevice(device)))
       restore_ = true;
   }
   ~DeviceScope() {
-    if (restore_) cudaSetDevice(prev_);
+    if (restore_) DTMPI_CUDA_WARN(cudaSetDevice(prev_));
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;

@@ -56,14 +56,13 @@ bool create_counter(Counter& c, int device, cudaStream_t s) {
   if (!d.write_value64 || !d.wait_value64 || !d.device_get || !d.device_get_attribute) return false;
   CUdevice dev = 0;
   int supported = 0;
-  if (d.device_get(&dev, device) != CUDA_SUCCESS ||
-      d.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) != CUDA_SUCCESS ||
+  if (!DTMPI_CU_PROBE(d.device_get(&dev, device)) ||
+      !DTMPI_CU_PROBE(d.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev)) ||
       !supported)
     return false;
   // zeroed before any peer can see it: a waiter must never read a stale value
-  if (cudaMalloc(&c.word, 256) != cudaSuccess || cudaMemsetAsync(c.word, 0, 256, s) != cudaSuccess ||
-      cudaStreamSynchronize(s) != cudaSuccess) {
-    cudaGetLastError();
+  if (!DTMPI_CUDA_PROBE(cudaMalloc(&c.word, 256)) || !DTMPI_CUDA_PROBE(cudaMemsetAsync(c.word, 0, 256, s)) ||
+      !DTMPI_CUDA_PROBE(cudaStreamSynchronize(s))) {
     if (c.word) cudaFree(c.word);
     c.word = nullptr;
     return false;
@@ -158,8 +157,7 @@ uint64_t gpu_identity(int device) {
   if (device < 0 || device >= kMaxDevices) return 0;
   if (const uint64_t h = known[device].load(std::memory_order_acquire)) return h;
   cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
-    cudaGetLastError();
+  if (!DTMPI_CUDA_PROBE(cudaGetDeviceProperties(&p, device))) {
     return 0;
   }
   uint64_t h = 1469598103934665603ULL;  // FNV-1a over the UUID
@@ -205,14 +203,11 @@ Status commit_values(int device, uint64_t first, uint64_t last, cudaStream_t on)
         if (!s) return s.error();
         // the default flags fence the write after the work queued before it;
         // one write of `last` satisfies every waiter for first..last
-        const CUresult e = driver().write_value64(reinterpret_cast<CUstream>(s.value()),
-                                                  reinterpret_cast<CUdeviceptr>(c.word), last,
-                                                  CU_STREAM_WRITE_VALUE_DEFAULT);
-        if (e != CUDA_SUCCESS) {
-          c.usable = false;
-          return Error{kErrCuda, "cuStreamWriteValue64 failed (" + std::to_string(static_cast<int>(e)) + ")"};
-        }
-        return ok_status();
+        Status written = DTMPI_CU_STATUS(driver().write_value64(reinterpret_cast<CUstream>(s.value()),
+                                                                reinterpret_cast<CUdeviceptr>(c.word), last,
+                                                                CU_STREAM_WRITE_VALUE_DEFAULT));
+        if (!written) c.usable = false;
+        return written;
       }
     }
     std::this_thread::yield();  // another thread's earlier reservation is not committed yet
@@ -260,10 +255,9 @@ Status ipc_signal_wait(int peer, const IpcSignal& sig, int device, bool local) {
   if (!driver().wait_value64) return Error{kErrUnsupported, "no stream memory operations in this driver"};
   auto word = ipc_open(peer, counter_region(sig), device, local);
   if (!word) return word.error();
-  const CUresult e = driver().wait_value64(reinterpret_cast<CUstream>(s.value()),
-                                           reinterpret_cast<CUdeviceptr>(word.value()), sig.value,
-                                           CU_STREAM_WAIT_VALUE_GEQ);
-  if (e != CUDA_SUCCESS) return Error{kErrCuda, "cuStreamWaitValue64 failed (" + std::to_string(static_cast<int>(e)) + ")"};
+  DTMPI_CU_CHECK(driver().wait_value64(reinterpret_cast<CUstream>(s.value()),
+                                       reinterpret_cast<CUdeviceptr>(word.value()), sig.value,
+                                       CU_STREAM_WAIT_VALUE_GEQ));
   return ok_status();
 }
 

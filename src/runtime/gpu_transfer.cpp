@@ -37,7 +37,7 @@ void release_device_buffer(DeviceBuffer& b) {
 
 int current_device() {
   int d = 0;
-  if (!gpu_enabled() || cudaGetDevice(&d) != cudaSuccess) return 0;
+  if (!gpu_enabled() || !DTMPI_CUDA_WARN(cudaGetDevice(&d))) return 0;
   return d;
 }
 
@@ -64,10 +64,10 @@ Result<Marker*> take_marker(int device) {
     m->event = nullptr;
   }
   if (!m->event) {
-    if (cudaEventCreateWithFlags(&m->event, cudaEventDisableTiming) != cudaSuccess) {
+    if (Status created = DTMPI_CUDA_STATUS(cudaEventCreateWithFlags(&m->event, cudaEventDisableTiming)); !created) {
       m->event = nullptr;
       delete m;
-      return Error{kErrCuda, std::string("cudaEventCreateWithFlags: ") + cudaGetErrorString(cudaGetLastError())};
+      return created.error();
     }
   }
   m->device = device;
@@ -79,11 +79,7 @@ Result<Marker*> take_marker(int device) {
 }
 
 Status record_into(Marker* m, cudaStream_t s, bool host_visible) {
-  const cudaError_t e = cudaEventRecord(m->event, s);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return Error{kErrCuda, std::string("cudaEventRecord: ") + cudaGetErrorString(e)};
-  }
+  DTMPI_CUDA_CHECK(cudaEventRecord(m->event, s));
   DTMPI_TRACE("gpu: marker event recorded");
   m->flag = host_visible ? raise_host_flag(m->device, s) : HostFlag{};
   return ok_status();
@@ -143,9 +139,9 @@ Result<bool> marker_done(GpuMarker gm) {
   if (m->flag.seq && host_flag_reached(m->device, m->flag)) return true;
   if (m->flag.seq && (++m->polls & 63) != 0) return false;
   const cudaError_t e = cudaEventQuery(m->event);
-  if (e == cudaSuccess) return true;
-  if (e == cudaErrorNotReady) return false;
-  return Error{kErrCuda, std::string("cudaEventQuery: ") + cudaGetErrorString(e)};
+  if (e == cudaErrorNotReady) return false;  // an answer, not a failure
+  if (Status done = cuda_status(e, "cudaEventQuery"); !done) return done.error();
+  return true;
 }
 
 Result<GpuMarker> mark(int device) {
@@ -282,7 +278,7 @@ Result<const void*> ipc_open(int peer, const IpcRegion& r, int device, bool loca
   while (c.lru.size() > keep) {  // the peer may have freed these
     auto& victim = c.lru.back();
     DeviceScope vscope(std::get<2>(victim.first));
-    if (cudaIpcCloseMemHandle(const_cast<void*>(victim.second.base)) != cudaSuccess) cudaGetLastError();
+    DTMPI_CUDA_WARN(cudaIpcCloseMemHandle(const_cast<void*>(victim.second.base)));
     c.imported.erase(victim.first);
     c.lru.pop_back();
   }
@@ -295,7 +291,7 @@ void ipc_close_all() {
   std::lock_guard lock(c.mu);
   for (auto& [key, imp] : c.lru) {
     DeviceScope scope(std::get<2>(key));
-    if (cudaIpcCloseMemHandle(const_cast<void*>(imp.base)) != cudaSuccess) cudaGetLastError();
+    DTMPI_CUDA_WARN(cudaIpcCloseMemHandle(const_cast<void*>(imp.base)));
   }
   c.lru.clear();
   c.imported.clear();

@@ -54,7 +54,7 @@ int query_fn(void* extra, MPI_Status* status) {
   auto* s = static_cast<GrequestState*>(extra);
   *status = s->status;
   status->MPI_ERROR = s->error;
-  if (s->error != MPI_SUCCESS) t_failed.emplace_back(s->request, s->error);
+  if (s->error != MPI_SUCCESS) t_failed.emplace_back(s->request, s->error);  // rc-compare: an operation's recorded error
   return s->error;
 }
 
@@ -145,36 +145,34 @@ void start_background(std::unique_ptr<Operation> op) {
   ledger::add_work();
 }
 
-int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
+Status start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
   auto* state = new GrequestState;
   state->op = op.get();
-  int rc = REAL(MPI_Grequest_start)(query_fn, free_fn, cancel_fn, state, request);
+  Status started = DTMPI_MPI_STATUS(REAL(MPI_Grequest_start)(query_fn, free_fn, cancel_fn, state, request));
   state->request = *request;
-  if (rc == MPI_SUCCESS) {
-    g_live_requests.fetch_add(1, std::memory_order_relaxed);
-    ledger::add_work();
-  }
-  if (rc != MPI_SUCCESS) {
+  if (!started) {
     // its system requests are posted and its buffers in use: it runs to its
     // end unobserved rather than being torn down under them
     delete state;
     start_background(std::move(op));
-    return rc;
+    return started;
   }
+  g_live_requests.fetch_add(1, std::memory_order_relaxed);
+  ledger::add_work();
   Engine& e = engine();
   std::lock_guard lock(e.mu);
   e.ops.push_back(Entry{std::move(op), state, *request});
   g_active_ops.fetch_add(1, std::memory_order_relaxed);
   ledger::add_work();
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
-int run(Operation& op, MPI_Status* status) {
+Status run(Operation& op, MPI_Status* status) {
   // a blocking call: what it waits for may wait for this rank's batched packs
   if (!runtime::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   while (!op.step()) progress();
   fill_status(op, status);
-  return op.error;
+  return mpi_status(op.error, "", op.error_reported);
 }
 
 void drain_operations() {

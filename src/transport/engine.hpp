@@ -10,6 +10,8 @@
 #pragma once
 #include <mpi.h>
 
+#include "base/result.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -59,7 +61,7 @@ void start_background(std::unique_ptr<Operation> op);
 // Hands `op` to the engine behind a new generalized request in `*request`,
 // completed when the operation finishes. Returns an MPI error code (then the
 // operation, whose system requests may be posted, still runs to its end).
-int start_with_request(std::unique_ptr<Operation> op, MPI_Request* request);
+Status start_with_request(std::unique_ptr<Operation> op, MPI_Request* request);
 // The errors of operations behind generalized requests, as the system MPI's
 // Wait/Test calls of this thread learn them (its query callback): MPICH reports
 // a generalized request that failed as MPI_ERR_OTHER whatever the operation's
@@ -72,8 +74,9 @@ bool any_completed_errors();
 // of this thread completed it in error; else MPI_SUCCESS.
 int completed_error(MPI_Request request);
 // Drives `op` (and everything else) to completion: blocking calls. Writes
-// `status` unless MPI_STATUS_IGNORE; returns op's error.
-int run(Operation& op, MPI_Status* status);
+// `status` unless MPI_STATUS_IGNORE; returns op's error (Error::reported as
+// op.error_reported says).
+Status run(Operation& op, MPI_Status* status);
 // Writes op's result into `status`, MPI_ERROR aside: a blocking call leaves
 // it alone, as the system MPI's MPI_Recv does.
 void fill_status(const Operation& op, MPI_Status* status);

@@ -61,7 +61,7 @@ bool any_matched() { return table().matched.load(std::memory_order_relaxed) != 0
 void track(MPI_Request req, PendingOp op) {
   if (op.kind == PendingOp::Kind::kSend && !op.reading) {
     int done = 0;
-    if (REAL(MPI_Request_get_status)(req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+    if (DTMPI_MPI_WARN(REAL(MPI_Request_get_status)(req, &done, MPI_STATUS_IGNORE)) && done) {
       rt::release_staging(op.staging);
       rt::release_device_buffer(op.device);
       return;
@@ -134,7 +134,7 @@ namespace {
 bool landed(const PendingOp& op, const MPI_Status* st, int64_t& bytes, int64_t& elements) {
   int cancelled = 0;
   REAL(MPI_Test_cancelled)(st, &cancelled);
-  if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return false;
+  if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return false;  // rc-compare: the receive's error, in its status
   MPI_Count n = 0;
   REAL(MPI_Get_elements_x)(st, MPI_BYTE, &n);
   bytes = n;
@@ -227,8 +227,7 @@ int finish_tracked(MPI_Request req, MPI_Status* status) {
   int rc = MPI_SUCCESS;
   for (PendingOp op; take_one(req, op); op = PendingOp{}) {
     forget_tracked(table());
-    const int orc = finish_op(op, status, false);
-    if (rc == MPI_SUCCESS) rc = orc;
+    keep_first(rc, finish_op(op, status, false));
   }
   return rc;
 }
@@ -308,8 +307,7 @@ int ClaimedOps::finish_all(const int* slots, MPI_Status* statuses, int n) {
     for (size_t k : which) taken[k].unpacked = true;
   }
   for (auto& t : taken) {
-    const int orc = finish_op(t.entry->op, t.status, t.unpacked);
-    if (rc == MPI_SUCCESS) rc = orc;
+    keep_first(rc, finish_op(t.entry->op, t.status, t.unpacked));
   }
   return rc;
 }

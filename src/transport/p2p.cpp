@@ -38,10 +38,11 @@ Status send_device(SendMode mode, const UserBuffer& b, int dest, int tag, MPI_Co
   PendingOp op;
   op.device = dev.value();
   rt::count(rt::Counter::kDeviceSends);
-  const int rc = system_send(mode, op.device.ptr, static_cast<int>(b.bytes), dest, tag, comm, request);
-  if (!request || rc != MPI_SUCCESS) {
+  Status sent = mpi_status(system_send(mode, op.device.ptr, static_cast<int>(b.bytes), dest, tag, comm, request),
+                           "the system MPI's send of packed device bytes", true);
+  if (!request || !sent) {
     rt::release_device_buffer(op.device);
-    return mpi_status(rc, "the system MPI's send of packed device bytes", true);
+    return sent;
   }
   ledger::track(*request, std::move(op));
   return ok_status();
@@ -61,10 +62,11 @@ Status send_one_message(SendMode mode, const UserBuffer& b, Method m, int dest, 
     return pack_failed(packed.error());
   }
   DTMPI_TRACE("send: staged (one message)");
-  const int rc = system_send(mode, st.ptr, static_cast<int>(b.bytes), dest, tag, comm, request);
-  if (!request || rc != MPI_SUCCESS) {
+  Status sent = mpi_status(system_send(mode, st.ptr, static_cast<int>(b.bytes), dest, tag, comm, request),
+                           "the system MPI's send of packed bytes", true);
+  if (!request || !sent) {
     rt::release_staging(st);
-    return mpi_status(rc, "the system MPI's send of packed bytes", true);
+    return sent;
   }
   PendingOp op;  // a send keeps only its staging buffer until completion
   op.staging = st;
@@ -113,10 +115,11 @@ Status receive_one_message(const UserBuffer& b, MPI_Comm comm, const Arrival& fr
                               : REAL(MPI_Recv)(landing, n, MPI_PACKED, from.source, from.tag, comm, &local);
   MPI_Status seen = local;
   seen.MPI_ERROR = rc;
-  const int urc = rc == MPI_SUCCESS ? finish_receive(op, &seen) : MPI_SUCCESS;
+  const Status received = mpi_status(rc, "", true);  // comm's handler already ran
+  const int urc = received ? finish_receive(op, &seen) : MPI_SUCCESS;
   release(op);
   rt::give_back(local, status);
-  if (rc != MPI_SUCCESS) return Error{rc, "", true};
+  DTMPI_TRY(received);
   return mpi_status(urc, "unpacking a received message");
 }
 
@@ -125,11 +128,12 @@ Status post_one_message(const UserBuffer& b, MPI_Comm comm, const Arrival& from,
   void* landing = nullptr;
   DTMPI_TRY(begin_receive(b, op, landing));
   const int n = static_cast<int>(b.bytes);
-  const int rc = from.message ? REAL(MPI_Imrecv)(landing, n, MPI_PACKED, from.message, request)
-                              : REAL(MPI_Irecv)(landing, n, MPI_PACKED, from.source, from.tag, comm, request);
-  if (rc != MPI_SUCCESS) {
+  Status posted = from.message ? mpi_status(REAL(MPI_Imrecv)(landing, n, MPI_PACKED, from.message, request), "", true)
+                               : mpi_status(REAL(MPI_Irecv)(landing, n, MPI_PACKED, from.source, from.tag, comm, request),
+                                            "", true);
+  if (!posted) {
     release(op);
-    return Error{rc, "", true};
+    return posted;
   }
   ledger::track(*request, std::move(op));
   return ok_status();
@@ -138,9 +142,8 @@ Status post_one_message(const UserBuffer& b, MPI_Comm comm, const Arrival& from,
 // A ReceiveOp driven to its end (blocking) or handed to the engine behind the
 // application's request.
 Status run_or_start(std::unique_ptr<ReceiveOp> op, MPI_Status* status, MPI_Request* request) {
-  if (request) return mpi_status(start_with_request(std::move(op), request), "");
-  const int rc = run(*op, status);
-  return mpi_status(rc, "", op->error_reported);
+  if (request) return start_with_request(std::move(op), request);
+  return run(*op, status);
 }
 
 }  // namespace
@@ -152,7 +155,7 @@ Status send(SendMode mode, const UserBuffer& b, int dest, int tag, MPI_Comm comm
                                                : choose_method(b, dest_world);
   if (!is_multi(m)) return send_one_message(mode, b, m, dest, tag, comm, request);
   DTMPI_TRACE("send: routed");
-  return mpi_status(send_multi(b, m, dest, dest_world, tag, comm, mode == SendMode::kSynchronous, request), "");
+  return send_multi(b, m, dest, dest_world, tag, comm, mode == SendMode::kSynchronous, request);
 }
 
 Status receive(const RecvRoute& r, MPI_Comm comm, const Arrival& from, MPI_Status* status, MPI_Request* request) {
@@ -161,8 +164,7 @@ Status receive(const RecvRoute& r, MPI_Comm comm, const Arrival& from, MPI_Statu
                    : receive_one_message(r.buffer, comm, from, status);
   DTMPI_TRACE("receive: routed");
   auto op = std::make_unique<ReceiveOp>(r.buffer, r.staged, comm);
-  const int rc = request ? op->post(from.source, from.tag) : op->receive_blocking(from.source, from.tag);
-  if (rc != MPI_SUCCESS) return mpi_status(rc, "");
+  DTMPI_TRY(request ? op->post(from.source, from.tag) : op->receive_blocking(from.source, from.tag));
   return run_or_start(std::move(op), status, request);
 }
 

@@ -62,11 +62,10 @@ int delete_rank_map(MPI_Comm, int, void* value, void*) {
 
 }  // namespace
 
-int init_peers() {
+Status init_peers() {
   Peers& p = peers();
-  if (p.ready) return MPI_SUCCESS;
-  int rc = REAL(MPI_Comm_dup)(MPI_COMM_WORLD, &p.comm);
-  if (rc != MPI_SUCCESS) return rc;
+  if (p.ready) return ok_status();
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_dup)(MPI_COMM_WORLD, &p.comm));
   REAL(MPI_Comm_set_name)(p.comm, const_cast<char*>("dtmpi private"));
   REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &p.rank);
   int size = 0;
@@ -76,8 +75,7 @@ int init_peers() {
   REAL(MPI_Comm_get_attr)(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   if (flag) p.id_limit = (*static_cast<int*>(ub) - 1) / 2;
   MPI_Comm node = MPI_COMM_NULL;
-  rc = REAL(MPI_Comm_split_type)(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_split_type)(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   PeerFacts mine{p.rank, runtime::gpu_enabled() ? 1 : 0};
   REAL(MPI_Allreduce)(MPI_IN_PLACE, &mine.node, 1, MPI_INT32_T, MPI_MIN, node);
   REAL(MPI_Comm_free)(&node);
@@ -85,8 +83,7 @@ int init_peers() {
   p.read_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.read_gated_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.same_gpu = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
-  rc = REAL(MPI_Allgather)(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK(REAL(MPI_Allgather)(&mine, 2, MPI_INT32_T, p.facts.data(), 2, MPI_INT32_T, p.comm));
   const std::string& ca = runtime::config().cuda_aware;
   p.cuda_aware = runtime::gpu_enabled() &&
                  (ca == "1" || ca == "on" || ca == "yes" ||
@@ -98,7 +95,7 @@ int init_peers() {
   const auto gpus = runtime::query_gpus();
   load_model(p.rank, runtime::gpu_enabled() && !gpus.names.empty() ? gpus.names[0] : "");
   p.ready = true;
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 void finalize_peers() {

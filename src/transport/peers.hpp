@@ -7,11 +7,13 @@
 
 #include <cstdint>
 
+#include "base/result.hpp"
+
 namespace dtmpi::transport {
 
 // Collective over MPI_COMM_WORLD, called from MPI_Init: duplicates the world
-// communicator and exchanges (node, GPU) facts. Returns an MPI error code.
-int init_peers();
+// communicator and exchanges (node, GPU) facts.
+Status init_peers();
 void finalize_peers();
 bool peers_ready();
 

@@ -65,10 +65,10 @@ Status create(std::shared_ptr<PersistentRequest> p, MPI_Request* request) {
     p->send_buffer.type = p->route.buffer.type = p->stash_buffer.type = p->type;
   }
   // the handle: a persistent request of the system MPI that is never started
-  if (int rc = REAL(MPI_Send_init)(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request);
-      rc != MPI_SUCCESS) {
+  if (Status handle = DTMPI_MPI_STATUS(REAL(MPI_Send_init)(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request));
+      !handle) {
     free_own_type(*p);
-    return Error{rc, "creating a persistent request's handle"};
+    return handle;
   }
   ledger::put_persistent(*request, std::move(p));
   return ok_status();
@@ -127,8 +127,7 @@ bool free_handle(MPI_Request* request, int& rc) {
     set_inactive(*p);
     if (!ledger::detach(inner)) rc = REAL(MPI_Request_free)(&inner);
   }
-  const int frc = REAL(MPI_Request_free)(request);
-  if (rc == MPI_SUCCESS) rc = frc;
+  keep_first(rc, REAL(MPI_Request_free)(request));
   free_own_type(*p);
   return true;
 }

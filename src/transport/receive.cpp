@@ -28,32 +28,33 @@ ReceiveOp::~ReceiveOp() {
   rt::release_device_buffer(device_);
 }
 
-int ReceiveOp::post(int source, int tag) {
+Status ReceiveOp::post(int source, int tag) {
   if (staged_) {
     auto st = rt::acquire_staging(static_cast<size_t>(b_.bytes));
-    if (!st) return MPI_ERR_NO_MEM;
+    if (!st) return Error{MPI_ERR_NO_MEM, "no staging buffer for a receive: " + st.error().what};
     landing_ = st.value();
     rt::count(rt::Counter::kStagedRecvs);
-    return REAL(MPI_Irecv)(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &landing_req_);
+    return DTMPI_MPI_STATUS(
+        REAL(MPI_Irecv)(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &landing_req_));
   }
-  return REAL(MPI_Irecv)(b_.ptr, b_.count, b_.type, source, tag, comm_, &landing_req_);
+  return DTMPI_MPI_STATUS(REAL(MPI_Irecv)(b_.ptr, b_.count, b_.type, source, tag, comm_, &landing_req_));
 }
 
-int ReceiveOp::receive_blocking(int source, int tag) {
+Status ReceiveOp::receive_blocking(int source, int tag) {
   MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
   int rc;
   if (staged_) {
     auto s = rt::acquire_staging(static_cast<size_t>(b_.bytes));
-    if (!s) return MPI_ERR_NO_MEM;
+    if (!s) return Error{MPI_ERR_NO_MEM, "no staging buffer for a receive: " + s.error().what};
     landing_ = s.value();
     rt::count(rt::Counter::kStagedRecvs);
     rc = REAL(MPI_Recv)(landing_.ptr, static_cast<int>(b_.bytes), MPI_PACKED, source, tag, comm_, &st);
   } else {
     rc = REAL(MPI_Recv)(b_.ptr, b_.count, b_.type, source, tag, comm_, &st);
   }
-  st.MPI_ERROR = rc;
+  st.MPI_ERROR = rc;  // landed() takes the receive's error as the operation's
   landed(st);
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 void ReceiveOp::from_stash(Stashed& e) {
@@ -68,15 +69,17 @@ void ReceiveOp::from_stash(Stashed& e) {
   bytes = static_cast<int64_t>(e.raw.size());
   if (bytes > b_.bytes) {
     rt::set_bytes(&status, rt::truncated_count(bytes, b_.bytes));
-    return fail(MPI_ERR_TRUNCATE);
+    return fail(Error{MPI_ERR_TRUNCATE, ""});
   }
   rt::set_bytes(&status, bytes);
   deliver_packed(e.raw.data(), bytes);
   state_ = State::kDone;
 }
 
-void ReceiveOp::fail(int code) {
-  error = code;
+void ReceiveOp::fail(const Error& e) {
+  if (!e.what.empty()) DTMPI_LOG(kError, "%s", e.what.c_str());
+  error = e.code;
+  error_reported = error_reported || e.reported;
   state_ = State::kDone;
 }
 
@@ -108,7 +111,7 @@ bool ReceiveOp::read_descriptor(int received, const MPI_Status& st, Descriptor& 
       const int n = std::min(b_.count, (kDescriptorBytes + tsize - 1) / tsize);
       std::vector<unsigned char> tmp(static_cast<size_t>(n) * static_cast<size_t>(tsize));
       int pos = 0;
-      if (REAL(MPI_Pack)(b_.ptr, n, b_.type, tmp.data(), static_cast<int>(tmp.size()), &pos, comm_) != MPI_SUCCESS)
+      if (!DTMPI_MPI_WARN(REAL(MPI_Pack)(b_.ptr, n, b_.type, tmp.data(), static_cast<int>(tmp.size()), &pos, comm_)))
         return false;
       std::memcpy(bytes, tmp.data(), kDescriptorBytes);
     }
@@ -135,28 +138,32 @@ void ReceiveOp::deliver_packed(const void* packed, int64_t nbytes) {
     }
     return;
   }
-  if (int rc = unpack_with_type(packed, nbytes); rc != MPI_SUCCESS) error = rc;
+  if (Status unpacked = unpack_with_type(packed, nbytes); !unpacked) {
+    DTMPI_LOG(kError, "%s", unpacked.error().what.c_str());
+    error = unpacked.error().code;
+  }
 }
 
 // deliver_packed for a type dtmpi has no plan for: the system MPI unpacks the
 // whole elements; an element the message ends inside is packed as it is,
 // overwritten with the bytes that arrived and unpacked again.
-int ReceiveOp::unpack_with_type(const void* packed, int64_t nbytes) {
+Status ReceiveOp::unpack_with_type(const void* packed, int64_t nbytes) {
   const int64_t size = b_.bytes / std::max(b_.count, 1);
-  if (size <= 0) return MPI_SUCCESS;
+  if (size <= 0) return ok_status();
   const int whole = static_cast<int>(nbytes / size), rem = static_cast<int>(nbytes % size);
   int pos = 0;
-  int rc = REAL(MPI_Unpack)(packed, static_cast<int>(nbytes), &pos, b_.ptr, whole, b_.type, comm_);
-  if (rc != MPI_SUCCESS || rem == 0) return rc;
+  DTMPI_MPI_CHECK(REAL(MPI_Unpack)(packed, static_cast<int>(nbytes), &pos, b_.ptr, whole, b_.type, comm_));
+  if (rem == 0) return ok_status();
   MPI_Aint lb = 0, extent = 0;
-  if (rc = REAL(MPI_Type_get_extent)(b_.type, &lb, &extent); rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_extent)(b_.type, &lb, &extent));
   void* last = static_cast<char*>(b_.ptr) + whole * extent;
   std::vector<unsigned char> elem(static_cast<size_t>(size));
   pos = 0;
-  if (rc = REAL(MPI_Pack)(last, 1, b_.type, elem.data(), static_cast<int>(size), &pos, comm_); rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK(REAL(MPI_Pack)(last, 1, b_.type, elem.data(), static_cast<int>(size), &pos, comm_));
   std::memcpy(elem.data(), static_cast<const char*>(packed) + int64_t{whole} * size, static_cast<size_t>(rem));
   pos = 0;
-  return REAL(MPI_Unpack)(elem.data(), static_cast<int>(size), &pos, last, 1, b_.type, comm_);
+  DTMPI_MPI_CHECK(REAL(MPI_Unpack)(elem.data(), static_cast<int>(size), &pos, last, 1, b_.type, comm_));
+  return ok_status();
 }
 
 void ReceiveOp::landed(MPI_Status& st) {
@@ -172,10 +179,8 @@ void ReceiveOp::landed(MPI_Status& st) {
     state_ = State::kDone;
     return;
   }
-  if (st.MPI_ERROR != MPI_SUCCESS) {
-    error_reported = true;
-    return fail(st.MPI_ERROR);
-  }
+  if (st.MPI_ERROR != MPI_SUCCESS)  // rc-compare: the landing receive's own error, in its status
+    return fail(Error{st.MPI_ERROR, "", true});  // the system MPI's receive on comm_ reported it
   MPI_Count received = 0;
   REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &received);
   bytes = received;
@@ -200,7 +205,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     pending_error_ = MPI_ERR_TRUNCATE;
     if (d.wire == Wire::kPipelined) {
       auto st = rt::acquire_staging(static_cast<size_t>(std::min(d.chunk_bytes, d.total_bytes)));
-      if (!st) return fail(MPI_ERR_NO_MEM);
+      if (!st) return fail(Error{MPI_ERR_NO_MEM, ""});
       payload_ = st.value();
       chunks_.assign(static_cast<size_t>((d.total_bytes + d.chunk_bytes - 1) / d.chunk_bytes), MPI_REQUEST_NULL);
       chunks_copied_ = 0;
@@ -220,7 +225,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
       payload_is_landing_ = true;
     } else {
       auto st = rt::acquire_staging(static_cast<size_t>(d.total_bytes));
-      if (!st) return fail(MPI_ERR_NO_MEM);
+      if (!st) return fail(Error{MPI_ERR_NO_MEM, ""});
       payload_ = st.value();
     }
   }
@@ -230,13 +235,15 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
     auto* host = static_cast<char*>(payload_.ptr);
     for (int64_t k = 0; k < n; ++k) {
       const int64_t off = k * d.chunk_bytes, len = std::min(d.chunk_bytes, d.total_bytes - off);
-      int rc = REAL(MPI_Irecv)(host + off, static_cast<int>(len), MPI_PACKED, d.sender_world, data_tag(d.transfer_id),
-                          private_comm(), &chunks_[static_cast<size_t>(k)]);
-      if (rc != MPI_SUCCESS) return fail(rc);
+      if (Status posted = DTMPI_MPI_STATUS(REAL(MPI_Irecv)(host + off, static_cast<int>(len), MPI_PACKED, d.sender_world,
+                                                           data_tag(d.transfer_id), private_comm(),
+                                                           &chunks_[static_cast<size_t>(k)]));
+          !posted)
+        return fail(posted.error());
     }
     if (rt::on_gpu(b_.info)) {
       auto dev = rt::acquire_device_buffer(b_.info.device, static_cast<size_t>(d.total_bytes));
-      if (!dev) return fail(MPI_ERR_NO_MEM);
+      if (!dev) return fail(Error{MPI_ERR_NO_MEM, ""});
       device_ = dev.value();
     }
     state_ = State::kChunks;
@@ -254,12 +261,14 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
   // the region cannot be mapped here: ask for the bytes
   if (!payload_.ptr) {
     auto st = rt::acquire_staging(static_cast<size_t>(d.total_bytes));
-    if (!st) return fail(MPI_ERR_NO_MEM);
+    if (!st) return fail(Error{MPI_ERR_NO_MEM, ""});
     payload_ = st.value();
   }
-  int rc = REAL(MPI_Irecv)(payload_.ptr, static_cast<int>(d.total_bytes), MPI_PACKED, d.sender_world,
-                      data_tag(d.transfer_id), private_comm(), &payload_req_);
-  if (rc != MPI_SUCCESS) return fail(rc);
+  if (Status posted = DTMPI_MPI_STATUS(REAL(MPI_Irecv)(payload_.ptr, static_cast<int>(d.total_bytes), MPI_PACKED,
+                                                       d.sender_world, data_tag(d.transfer_id), private_comm(),
+                                                       &payload_req_));
+      !posted)
+    return fail(posted.error());
   send_ack(Ack::kSendPayload);
   state_ = State::kPayload;
 }
@@ -421,10 +430,11 @@ bool ReceiveOp::step() {
   switch (state_) {
     case State::kLanding: {
       MPI_Status st = rt::seeded(MPI_STATUS_IGNORE);
-      int rc = REAL(MPI_Test)(&landing_req_, &flag, &st);
-      if (rc != MPI_SUCCESS && !flag) {
-        error_reported = true;
-        fail(rc);
+      // a test that fails without completing the receive: the system MPI
+      // passed its error to comm_'s handler
+      const int rc = REAL(MPI_Test)(&landing_req_, &flag, &st);
+      if (Status tested = mpi_status(rc, "", true); !tested && !flag) {
+        fail(tested.error());
         return true;
       }
       if (!flag) return false;
@@ -473,7 +483,7 @@ bool ReceiveOp::step() {
       REAL(MPI_Test)(&ack_req_, &flag, MPI_STATUS_IGNORE);
       if (!flag) return false;
       DTMPI_TRACE("recv: ack sent");
-      if (pending_error_ != MPI_SUCCESS) error = pending_error_;
+      if (pending_error_ != MPI_SUCCESS) error = pending_error_;  // rc-compare: an error kept until the ack went out
       state_ = State::kDone;
       return true;
     case State::kDone:

@@ -18,6 +18,10 @@ namespace rt = dtmpi::runtime;
 
 namespace {
 
+// The errors a failed GPU step of a send returns (logged once, at the boundary).
+Error packing_failed(const Error& e) { return Error{MPI_ERR_OTHER, "packing a GPU send buffer failed: " + e.what}; }
+Error copy_failed(const Error& e) { return Error{MPI_ERR_OTHER, "device-to-host copy failed: " + e.what}; }
+
 // What remains of a send after the application's request completed.
 class SendTail final : public Operation {
  public:
@@ -117,26 +121,26 @@ class ReadingDone final : public Operation {
 
 // Posts the descriptor of `d` on the user's envelope without waiting: the
 // system request in `r`, the encoded bytes in `buf` (returned at completion).
-int post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* r,
-                    rt::Staging& buf) {
+Status post_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* r,
+                       rt::Staging& buf) {
   auto st = rt::acquire_staging(kDescriptorBytes);
-  if (!st) return MPI_ERR_NO_MEM;
+  if (!st) return Error{MPI_ERR_NO_MEM, "no staging buffer for a descriptor: " + st.error().what};
   buf = st.value();
   encode(d, static_cast<unsigned char*>(buf.ptr));
-  int rc = synchronous ? REAL(MPI_Issend)(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r)
-                       : REAL(MPI_Isend)(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r);
-  if (rc != MPI_SUCCESS) rt::release_staging(buf);
-  return rc;
+  Status posted = synchronous ? DTMPI_MPI_STATUS(REAL(MPI_Issend)(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r))
+                              : DTMPI_MPI_STATUS(REAL(MPI_Isend)(buf.ptr, kDescriptorBytes, MPI_PACKED, dest, tag, comm, r));
+  if (!posted) rt::release_staging(buf);
+  return posted;
 }
 
 // Completes a posted descriptor: with `request` its system request goes to
 // the application (tracked: the buffer is returned, and the GPU work still
 // reading the application's buffer, `reading`, waited for, when it
 // completes); without, waits for both, running progress.
-int complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, MPI_Request* request) {
+Status complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, MPI_Request* request) {
   if (request && reading) {
     int done = 0;
-    if (REAL(MPI_Request_get_status)(r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+    if (DTMPI_MPI_WARN(REAL(MPI_Request_get_status)(r, &done, MPI_STATUS_IGNORE)) && done) {
       // the system MPI completed the descriptor at once, maybe under a handle
       // it shares among all such sends (Open MPI's ompi_request_empty, MPICH's
       // builtin request): the application gets a request of its own,
@@ -153,32 +157,29 @@ int complete_descriptor(MPI_Request r, rt::Staging buf, rt::GpuMarker reading, M
     op.staging = buf;
     op.reading = reading;
     ledger::track(*request, std::move(op));
-    return MPI_SUCCESS;
+    return ok_status();
   }
-  int rc = MPI_SUCCESS;
+  Status sent = ok_status();
   for (int flag = 0; !flag;) {
-    rc = REAL(MPI_Test)(&r, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) break;
+    sent = DTMPI_MPI_STATUS(REAL(MPI_Test)(&r, &flag, MPI_STATUS_IGNORE));
+    if (!sent) break;
     if (!flag) progress();
   }
   rt::release_staging(buf);
   if (reading) {
-    if (auto done = rt::wait_marker(reading); !done) {
-      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
-      if (rc == MPI_SUCCESS) rc = MPI_ERR_OTHER;
-    }
+    if (auto done = rt::wait_marker(reading); !done)
+      sent = first_error(std::move(sent), packing_failed(done.error()));
     rt::release_marker(reading);
   }
-  return rc;
+  return sent;
 }
 
 // Sends the descriptor of `d` on the user's envelope: the application gets
 // the system request in `request`, or (null) the call waits for it.
-int send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
+Status send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous, MPI_Request* request) {
   MPI_Request r = MPI_REQUEST_NULL;
   rt::Staging buf;
-  int rc = post_descriptor(d, dest, tag, comm, synchronous, &r, buf);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_TRY(post_descriptor(d, dest, tag, comm, synchronous, &r, buf));
   return complete_descriptor(r, buf, nullptr, request);
 }
 
@@ -186,63 +187,58 @@ int send_descriptor(const Descriptor& d, int dest, int tag, MPI_Comm comm, bool 
 // every chunk queued at once, each chunk sent as soon as its copy is done.
 // Runs inside the MPI call, so an application blocked later in a call dtmpi
 // does not see can never stall a pipeline its peer waits for.
-int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
-                   bool synchronous, MPI_Request* request) {
+Status send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
+                      bool synchronous, MPI_Request* request) {
   const int64_t chunk = std::min<int64_t>(rt::config().pipeline_chunk, INT32_MAX);
   d.wire = Wire::kPipelined;
   d.chunk_bytes = chunk;
   auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
-  if (!st) return MPI_ERR_NO_MEM;
+  if (!st) return Error{MPI_ERR_NO_MEM, "no staging buffer for a pipelined send: " + st.error().what};
   tail.staging = st.value();
   auto* host = static_cast<char*>(tail.staging.ptr);
   const int64_t nchunks = (b.bytes + chunk - 1) / chunk;
   rt::DeviceBuffer packed;
   if (rt::on_gpu(b.info)) {
     auto dev = rt::pack_to_device_buffer(*b.plan, b.count, b.ptr, b.info);
-    if (!dev) {
-      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", dev.error().what.c_str());
-      return MPI_ERR_OTHER;
-    }
+    if (!dev) return packing_failed(dev.error());
     packed = dev.value();
     for (int64_t k = 0; k < nchunks; ++k) {
       const int64_t off = k * chunk, n = std::min(chunk, b.bytes - off);
       auto m = rt::copy_async(host + off, static_cast<char*>(packed.ptr) + off, static_cast<size_t>(n), packed.device);
       if (!m) {
-        DTMPI_LOG(kError, "device-to-host copy failed: %s", m.error().what.c_str());
         rt::release_device_buffer(packed);
-        return MPI_ERR_OTHER;
+        return copy_failed(m.error());
       }
       tail.markers.push_back(m.value());
     }
   } else {
     pack::pack_host(*b.plan, b.count, b.ptr, host);
   }
-  int rc = send_descriptor(d, dest, tag, comm, synchronous, request);
-  if (rc == MPI_SUCCESS) {
+  Status sent = send_descriptor(d, dest, tag, comm, synchronous, request);
+  if (sent) {
     tail.reqs.resize(static_cast<size_t>(nchunks), MPI_REQUEST_NULL);
-    for (int64_t k = 0; k < nchunks; ++k) {
+    for (int64_t k = 0; k < nchunks && sent; ++k) {
       if (k < static_cast<int64_t>(tail.markers.size())) {
         while (true) {  // the system MPI moves earlier chunks meanwhile
           auto done = rt::marker_done(tail.markers[static_cast<size_t>(k)]);
           if (!done) {
-            DTMPI_LOG(kError, "device-to-host copy failed: %s", done.error().what.c_str());
-            rc = MPI_ERR_OTHER;
+            sent = copy_failed(done.error());
             break;
           }
           if (done.value()) break;
           int flag = 0;
-          REAL(MPI_Testall)(static_cast<int>(k), tail.reqs.data(), &flag, MPI_STATUSES_IGNORE);
+          // a failure shows again in the chunks' completion (the tail's own test)
+          DTMPI_MPI_WARN(REAL(MPI_Testall)(static_cast<int>(k), tail.reqs.data(), &flag, MPI_STATUSES_IGNORE));
         }
-        if (rc != MPI_SUCCESS) break;
+        if (!sent) break;
       }
       const int64_t off = k * chunk, n = std::min(chunk, b.bytes - off);
-      rc = REAL(MPI_Isend)(host + off, static_cast<int>(n), MPI_PACKED, d.receiver_world, data_tag(d.transfer_id),
-                      private_comm(), &tail.reqs[static_cast<size_t>(k)]);
-      if (rc != MPI_SUCCESS) break;
+      sent = DTMPI_MPI_STATUS(REAL(MPI_Isend)(host + off, static_cast<int>(n), MPI_PACKED, d.receiver_world,
+                                              data_tag(d.transfer_id), private_comm(), &tail.reqs[static_cast<size_t>(k)]));
     }
   }
   rt::release_device_buffer(packed);
-  return rc;
+  return sent;
 }
 
 // Makes the tail answer for the application's request: it takes the posted
@@ -254,31 +250,31 @@ int send_pipelined(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest,
 // of the system MPI) while its peer waits for the payload. Waiting for the
 // answer inside this rank's own request keeps both in dtmpi until it is
 // given. (The host test mode, whose receivers never map, always takes it.)
-int hand_to_tail(SendTail& tail, MPI_Request descriptor_request, rt::Staging buf, rt::GpuMarker reading) {
+Status hand_to_tail(SendTail& tail, MPI_Request descriptor_request, rt::Staging buf, rt::GpuMarker reading) {
   tail.reqs.push_back(descriptor_request);
   tail.descriptor_buf = buf;
   if (reading) tail.markers.push_back(reading);
   tail.answers_request = true;
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 // Posts the receive of the receiver's Ack and the descriptor (an IPC
 // transfer's announcement) without waiting; the ack receive is withdrawn if
 // the descriptor cannot be posted.
-int announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous,
-             MPI_Request* r, rt::Staging& buf) {
+Status announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm comm, bool synchronous,
+                MPI_Request* r, rt::Staging& buf) {
   DTMPI_TRACE("send: announcing");
-  int rc = REAL(MPI_Irecv)(&tail.ack, 1, MPI_INT32_T, d.receiver_world, ack_tag(d.transfer_id), private_comm(),
-                      &tail.ack_req);
+  Status posted = DTMPI_MPI_STATUS(REAL(MPI_Irecv)(&tail.ack, 1, MPI_INT32_T, d.receiver_world,
+                                                   ack_tag(d.transfer_id), private_comm(), &tail.ack_req));
   DTMPI_TRACE("send: ack receive posted");
-  if (rc == MPI_SUCCESS) rc = post_descriptor(d, dest, tag, comm, synchronous, r, buf);
+  if (posted) posted = post_descriptor(d, dest, tag, comm, synchronous, r, buf);
   DTMPI_TRACE("send: descriptor posted");
-  tail.announced = rc == MPI_SUCCESS;
-  if (rc != MPI_SUCCESS && tail.ack_req != MPI_REQUEST_NULL) {
-    REAL(MPI_Cancel)(&tail.ack_req);
-    REAL(MPI_Wait)(&tail.ack_req, MPI_STATUS_IGNORE);
+  tail.announced = posted.ok();
+  if (!posted && tail.ack_req != MPI_REQUEST_NULL) {
+    DTMPI_MPI_WARN(REAL(MPI_Cancel)(&tail.ack_req));
+    DTMPI_MPI_WARN(REAL(MPI_Wait)(&tail.ack_req, MPI_STATUS_IGNORE));
   }
-  return rc;
+  return posted;
 }
 
 // True when the descriptor may go out before the pack is queued (see
@@ -321,8 +317,8 @@ bool chunked(int64_t bytes) {
 // may overwrite it. A large message (chunked()) is packed in chunks, each
 // followed by its own ready value, so the receiver reads chunk k while the
 // sender still packs the rest (ReceiveOp::read_chunks).
-int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
-                  bool synchronous, MPI_Request* request) {
+Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, int tag, MPI_Comm comm,
+                     bool synchronous, MPI_Request* request) {
   const int device = b.info.device;
   MPI_Request r = MPI_REQUEST_NULL;
   rt::Staging buf;
@@ -344,7 +340,7 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
     tail.ready = d.ready = first.value();
     d.chunks = chunks;
   }
-  int rc = announce_first ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : MPI_SUCCESS;
+  Status announced = announce_first ? announce(tail, d, dest, tag, comm, synchronous, &r, buf) : ok_status();
   // a non-blocking send to another process whose last read of this rank's
   // regions was a gated unpack kernel on another GPU, of a message it will
   // gate again: the pack joins the batch the next wait queues
@@ -355,7 +351,7 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
   // that hung both in the batch's kernel launch, the GPU idle (session 8,
   // bench/results/batch-hang-1xh100-2026-11-23.txt). A message to itself is
   // never batched (its receive would have to queue the batch at once).
-  if (rc == MPI_SUCCESS && announce_first && chunks == 1 && request && rt::config().batch_packs &&
+  if (announced && announce_first && chunks == 1 && request && rt::config().batch_packs &&
       d.receiver_world != my_world_rank() && ipc_read_gated_by(d.receiver_world) &&
       b.bytes <= rt::config().gated_unpack_max) {
     if (auto later = rt::pack_later(b.plan, b.count, b.ptr, b.info, tail.device.ptr, first.value())) {
@@ -368,7 +364,7 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
   Status packed = ok_status();
   for (int k = 0; k < chunks; ++k) {
     const int64_t lo = k == 0 ? 0 : ends[k - 1];
-    if (rc == MPI_SUCCESS && packed)
+    if (announced && packed)
       packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr,
                                         chunks == 1 ? type::PackedRange{} : type::PackedRange{lo, ends[k] - lo});
     if (!first) continue;
@@ -378,33 +374,35 @@ int send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int dest, 
   }
   DTMPI_TRACE("send: pack queued");
   if (chunks > 1) rt::count(rt::Counter::kChunkedSends);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_TRY(announced);
   if (!first) {
     auto ready = packed ? rt::ipc_signal_raise(device) : Result<rt::IpcSignal>(packed.error());
-    if (!ready) {
-      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", ready.error().what.c_str());
-      return MPI_ERR_OTHER;
-    }
+    if (!ready) return packing_failed(ready.error());
     tail.ready = d.ready = ready.value();
   }
   if (!packed) {
-    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", packed.error().what.c_str());
-    if (announce_first) complete_descriptor(r, buf, nullptr, nullptr);
-    return MPI_ERR_OTHER;
+    // the descriptor went out: its completion's own error is secondary to the pack's
+    if (announce_first) static_cast<void>(complete_descriptor(r, buf, nullptr, nullptr));
+    return packing_failed(packed.error());
   }
   auto reading = rt::mark(device);
   DTMPI_TRACE("send: pack marked");
-  if (!reading) DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
   if (!announce_first) {
-    if (!reading) return MPI_ERR_OTHER;
-    if (rc = announce(tail, d, dest, tag, comm, synchronous, &r, buf); rc != MPI_SUCCESS) {
-      if (!rt::wait_marker(reading.value())) DTMPI_LOG(kError, "packing a GPU send buffer failed");
+    if (!reading) return packing_failed(reading.error());
+    if (announced = announce(tail, d, dest, tag, comm, synchronous, &r, buf); !announced) {
+      if (auto waited = rt::wait_marker(reading.value()); !waited)
+        DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", waited.error().what.c_str());
       rt::release_marker(reading.value());
-      return rc;
+      return announced;
     }
-  } else if (!reading && !rt::wait_stream(device)) {
-    complete_descriptor(r, buf, nullptr, nullptr);
-    return MPI_ERR_OTHER;
+  } else if (!reading) {
+    // the stream is waited for instead of the marker; the mark's error is logged
+    // here because the send goes on without it
+    DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", reading.error().what.c_str());
+    if (!rt::wait_stream(device)) {
+      static_cast<void>(complete_descriptor(r, buf, nullptr, nullptr));
+      return Error{MPI_ERR_OTHER, ""};
+    }
   }
   if (!ipc_read_by(d.receiver_world)) return hand_to_tail(tail, r, buf, reading ? reading.value() : nullptr);
   return complete_descriptor(r, buf, reading ? reading.value() : nullptr, request);
@@ -442,15 +440,15 @@ bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_worl
 
 }  // namespace
 
-int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const rt::PointerInfo& info, int dest, int tag,
-                  MPI_Comm comm, MPI_Request* request) {
+Result<bool> send_in_place(const void* pooled, int64_t offset, int64_t bytes, const rt::PointerInfo& info, int dest,
+                           int tag, MPI_Comm comm, MPI_Request* request) {
   const int dest_world = world_rank_of(comm, dest);
-  if (!in_place_possible(bytes, info, dest_world)) return kNotSentInPlace;
+  if (!in_place_possible(bytes, info, dest_world)) return false;
   Descriptor d;
   d.wire = Wire::kIpc;  // with no region in the host test mode
   if (rt::on_gpu(info)) {
     auto exported = rt::ipc_export(pooled, true);  // cached per pool buffer
-    if (!exported) return kNotSentInPlace;
+    if (!exported) return false;
     d.region = exported.value();
     d.region.offset += offset;
     // raised behind the work queued before it (the caller's batched pack; with
@@ -458,7 +456,7 @@ int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const rt::P
     auto raised = rt::ipc_signal_raise(info.device);
     if (!raised) {
       DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", raised.error().what.c_str());
-      return kNotSentInPlace;
+      return false;
     }
     d.ready = raised.value();
   }
@@ -467,22 +465,23 @@ int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const rt::P
   tail->in_place_device = rt::on_gpu(info) ? info.device : -1;
   tail->ready = d.ready;
   MPI_Request r = MPI_REQUEST_NULL;
-  if (int rc = announce(*tail, d, dest, tag, comm, false, &r, tail->descriptor_buf); rc != MPI_SUCCESS) return rc;
+  DTMPI_TRY(announce(*tail, d, dest, tag, comm, false, &r, tail->descriptor_buf));
   tail->reqs.push_back(r);
   rt::count(rt::Counter::kMultiSends);
   rt::count(rt::Counter::kInPlaceSends);
   DTMPI_TRACE("send: in place");
-  return start_with_request(std::move(tail), request);
+  DTMPI_TRY(start_with_request(std::move(tail), request));
+  return true;
 }
 
-int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,
-               MPI_Request* request) {
+Status send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,
+                  MPI_Request* request) {
   rt::count(rt::Counter::kMultiSends);
   Descriptor d;
   auto tail = begin_transfer(b.bytes, dest_world, tag, d);
-  int rc = MPI_SUCCESS;
+  Status sent = ok_status();
   if (m == Method::kPipelined) {
-    rc = send_pipelined(b, *tail, d, dest, tag, comm, synchronous, request);
+    sent = send_pipelined(b, *tail, d, dest, tag, comm, synchronous, request);
   } else {
     // device method: CUDA IPC from a pooled device buffer (the application's
     // buffer is free as soon as the call returns). Where IPC is impossible the
@@ -492,7 +491,7 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
     d.wire = Wire::kIpc;
     if (rt::on_gpu(b.info) && ipc_possible(dest_world)) {
       auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
-      if (!dev) return MPI_ERR_NO_MEM;
+      if (!dev) return Error{MPI_ERR_NO_MEM, "no device buffer for a send: " + dev.error().what};
       tail->device = dev.value();
       auto region = rt::ipc_export(tail->device.ptr, true);
       if (!region) {
@@ -502,28 +501,28 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
       }
       d.region = region.value();
       DTMPI_TRACE("send: region exported");
-      rc = send_over_ipc(b, *tail, d, dest, tag, comm, synchronous, request);
+      sent = send_over_ipc(b, *tail, d, dest, tag, comm, synchronous, request);
     } else if (!rt::on_gpu(b.info) && rt::test_hooks().stage_host) {
       auto st = rt::acquire_staging(static_cast<size_t>(b.bytes));
-      if (!st) return MPI_ERR_NO_MEM;
+      if (!st) return Error{MPI_ERR_NO_MEM, "no staging buffer for a send: " + st.error().what};
       tail->staging = st.value();
       pack::pack_host(*b.plan, b.count, b.ptr, tail->staging.ptr);
       MPI_Request r = MPI_REQUEST_NULL;
       rt::Staging buf;
-      rc = announce(*tail, d, dest, tag, comm, synchronous, &r, buf);
-      if (rc == MPI_SUCCESS)
-        rc = ipc_read_by(dest_world) ? complete_descriptor(r, buf, nullptr, request)
+      sent = announce(*tail, d, dest, tag, comm, synchronous, &r, buf);
+      if (sent)
+        sent = ipc_read_by(dest_world) ? complete_descriptor(r, buf, nullptr, request)
                                      : hand_to_tail(*tail, r, buf, nullptr);
     } else {
       return send_multi(b, Method::kPipelined, dest, dest_world, tag, comm, synchronous, request);
     }
   }
-  if (rc == MPI_SUCCESS && tail->answers_request) {
+  if (sent && tail->answers_request) {
     if (request) return start_with_request(std::move(tail), request);
     return run(*tail, MPI_STATUS_IGNORE);
   }
-  if (rc == MPI_SUCCESS || tail->announced || !tail->reqs.empty()) start_background(std::move(tail));
-  return rc;
+  if (sent || tail->announced || !tail->reqs.empty()) start_background(std::move(tail));
+  return sent;
 }
 
 }  // namespace dtmpi::transport

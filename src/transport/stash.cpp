@@ -37,21 +37,21 @@ void probed_status_of(const Stashed& e, const MPI_Status& seen, MPI_Status* stat
   runtime::set_bytes(status, e.bytes());
 }
 
-int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& e) {
+Status read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& e) {
   e.comm = comm;
   e.source = st.MPI_SOURCE;
   e.tag = st.MPI_TAG;
   int bytes = 0;
   REAL(MPI_Get_count)(&st, MPI_BYTE, &bytes);
   e.raw.resize(static_cast<size_t>(bytes));
-  if (int rc = REAL(MPI_Mrecv)(e.raw.data(), bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
-  if (bytes != kDescriptorBytes) return MPI_SUCCESS;
+  DTMPI_MPI_CHECK(REAL(MPI_Mrecv)(e.raw.data(), bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE));
+  if (bytes != kDescriptorBytes) return ok_status();
   if (auto d = decode(e.raw.data(), world_rank_of(comm, e.source), my_world_rank(), e.tag)) {
     e.is_descriptor = true;
     e.descriptor = *d;
     e.raw.clear();
   }
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag) {
@@ -67,25 +67,25 @@ std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag) {
   return std::nullopt;
 }
 
-int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+Status iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   if (stash_any()) {
     std::lock_guard lock(g_mu);
     for (const auto& e : g_entries) {
       if (!matches(e, comm, source, tag)) continue;
       *flag = 1;
       status_of(e, status, runtime::ErrorWrites::kIprobe);
-      return MPI_SUCCESS;
+      return ok_status();
     }
   }
   MPI_Status st = runtime::seeded(status);  // fields the probe leaves alone stay the application's
-  int rc = REAL(MPI_Iprobe)(source, tag, comm, flag, &st);
-  if (rc == MPI_SUCCESS && *flag && st.MPI_SOURCE != MPI_PROC_NULL)
+  Status probed = DTMPI_MPI_STATUS_REPORTED(REAL(MPI_Iprobe)(source, tag, comm, flag, &st));
+  if (probed && *flag && st.MPI_SOURCE != MPI_PROC_NULL)
     runtime::observe_error_write(runtime::ErrorWrites::kIprobe, st);
   MPI_Count bytes = 0;
-  if (rc == MPI_SUCCESS && *flag) REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &bytes);
-  if (rc != MPI_SUCCESS || !*flag || bytes != kDescriptorBytes || !descriptors_possible()) {
+  if (probed && *flag) DTMPI_MPI_WARN(REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &bytes));
+  if (!probed || !*flag || bytes != kDescriptorBytes || !descriptors_possible()) {
     runtime::give_back(st, status);
-    return rc;
+    return probed;
   }
   // Take the probed message (the first from its source with its tag) and
   // look at it. Without blocking: under MPI_THREAD_MULTIPLE another thread may
@@ -93,16 +93,17 @@ int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   // another message of that envelope (then that one is kept, whatever size).
   MPI_Message msg;
   MPI_Status mst;
-  rc = REAL(MPI_Improbe)(st.MPI_SOURCE, st.MPI_TAG, comm, flag, &msg, &mst);
-  if (rc != MPI_SUCCESS || !*flag) return rc;
+  DTMPI_MPI_CHECK_REPORTED(REAL(MPI_Improbe)(st.MPI_SOURCE, st.MPI_TAG, comm, flag, &msg, &mst));
+  if (!*flag) return ok_status();
   Stashed e;
-  if (rc = read_matched(&msg, comm, mst, e); rc != MPI_SUCCESS) return rc;
+  // returned as the system MPI returned it, like the probe's own errors
+  if (Status read = read_matched(&msg, comm, mst, e); !read) return Error{read.error().code, "", true};
   probed_status_of(e, st, status);
   std::lock_guard lock(g_mu);
   g_entries.push_back(std::move(e));
   g_stashed.fetch_add(1, std::memory_order_relaxed);
   ledger::add_work();
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 }  // namespace dtmpi::transport

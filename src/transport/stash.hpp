@@ -32,12 +32,13 @@ inline bool stash_any() { return g_stashed.load(std::memory_order_relaxed) != 0;
 // on `comm` matches.
 std::optional<Stashed> stash_take(MPI_Comm comm, int source, int tag);
 
-// MPI_Iprobe that sees multi-message transfers with their real size.
-int iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
+// MPI_Iprobe that sees multi-message transfers with their real size. Its
+// errors are the system MPI's, already passed to comm's handler (reported).
+Status iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
 
 // Receives the matched message `msg` (status `st` from its probe) on `comm`
 // and tells whether it is a descriptor (only one of kDescriptorBytes may be).
-int read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& out);
+Status read_matched(MPI_Message* msg, MPI_Comm comm, const MPI_Status& st, Stashed& out);
 // The status a probe reports for `e` (its real size), over the application's
 // `status`; MPI_ERROR written where the system MPI's probe of that kind
 // writes it (`call`: runtime/status.hpp).

@@ -68,9 +68,9 @@ int64_t typical_pitch(const type::PackPlan& plan);
 
 // Sends `b` by a multi-message method. With `request`, the descriptor's
 // system request is returned there (complete: the application may reuse its
-// buffer); without, the call blocks until then. Returns an MPI error code.
-int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm,
-               bool synchronous, MPI_Request* request);
+// buffer); without, the call blocks until then.
+Status send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm,
+                  bool synchronous, MPI_Request* request);
 
 // For callers inside a blocking collective, where every rank progresses until
 // all of the call is done: sends `bytes` bytes of GPU memory at `ptr` over CUDA
@@ -81,15 +81,14 @@ int send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag,
 // read them, so the bytes must stay unchanged until then. An ordinary send
 // completes without the receiver's help (a receiver blocked in a call dtmpi
 // does not see must not stall it), which is why this is not one.
-// kNotSentInPlace: not possible here (no IPC with that peer, below
+// false: not possible here (no IPC with that peer, below
 // kInPlaceMin, a method forced, memory CUDA cannot share): the caller sends
 // the usual way. From kInPlaceMin bytes, not kMultiMin: the receiver of a
 // collective's piece knows its size too and looks for a descriptor from there
 // (interpose::irecv_piece), which saves small pieces the synchronous
 // one-message path (a launch and a wait on each side).
-inline constexpr int kNotSentInPlace = -1;
-int send_in_place(const void* pooled, int64_t offset, int64_t bytes, const runtime::PointerInfo& info, int dest,
-                  int tag, MPI_Comm comm, MPI_Request* request);
+Result<bool> send_in_place(const void* pooled, int64_t offset, int64_t bytes, const runtime::PointerInfo& info,
+                           int dest, int tag, MPI_Comm comm, MPI_Request* request);
 
 // A receive that may meet a descriptor: the landing message goes into a
 // staging buffer (`staged`) or straight into the user's buffer with the
@@ -99,9 +98,9 @@ class ReceiveOp final : public Operation {
   ReceiveOp(const UserBuffer& b, bool staged, MPI_Comm comm);
   ~ReceiveOp() override;
   // Posts the landing receive (non-blocking form).
-  int post(int source, int tag);
+  Status post(int source, int tag);
   // Receives the landing message (blocking form); run() finishes the rest.
-  int receive_blocking(int source, int tag);
+  Status receive_blocking(int source, int tag);
   // Starts from a message a probe already took (transport/stash.hpp).
   void from_stash(Stashed& e);
   bool step() override;
@@ -113,12 +112,15 @@ class ReceiveOp final : public Operation {
   void begin_multi(const Descriptor& d);
   bool read_descriptor(int bytes_received, const MPI_Status& st, Descriptor& d);
   void deliver_packed(const void* packed_host, int64_t bytes);
-  int unpack_with_type(const void* packed_host, int64_t bytes);
+  Status unpack_with_type(const void* packed_host, int64_t bytes);
   // The elements a descriptor's transfer touches (the last one maybe in part).
   int64_t elements_touched() const {
     return b_.plan->size > 0 ? (d_.total_bytes + b_.plan->size - 1) / b_.plan->size : 0;
   }
-  void fail(int code);
+  // Ends the operation with `e` (its code is what the application's request
+  // or blocking call returns; its `what`, if any, is logged here: the code
+  // travels on as a bare code through the generalized request).
+  void fail(const Error& e);
   bool step_chunks();
   bool read_over_ipc();
   bool read_chunks(const void* packed, bool local);
