@@ -15,12 +15,15 @@ On the GPU machine: builds dtmpi (CUDA, the machine's MPI) into build-gpu/ and r
 STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
   all (default)  build, test, bench, model, halo, pingpong
   start          a session's first call: build, test, halo, issue4, toggles
+  compare        BASE_SRC=<a source tree of an earlier commit>: builds it too and
+                 runs pingpong, pack and halo --gpu with both builds, alternated
+                 (a change that must not move the numbers)
   build | test | bench | pingpong | chunks | model | halo | trace | issue4 |
   toggles | packasync | batchhang | sharedgpu
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -189,6 +192,29 @@ if [ "$what" = batchhang ]; then
     fi
     wait $pid; echo "rc $?"
     grep -E "^(isend|alltoall|limit)" "$out/batchhang-run.txt"; cp "$out/batchhang-run.txt" "$out/batchhang-$v-$RANDOM.txt"
+  done
+fi
+
+if [ "$what" = compare ]; then
+  [ -d "${BASE_SRC:-}" ] || { echo "compare: BASE_SRC must name the earlier source tree" >&2; exit 2; }
+  step "build the baseline ($BASE_SRC) into build-base"
+  cmake -S "$BASE_SRC" -B build-base -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure-base.log" 2>&1 \
+    || { tail -30 "$out/configure-base.log"; exit 1; }
+  cmake --build build-base -j "$(nproc)" --target dtmpi-bench > "$out/build-base.log" 2>&1 \
+    || { grep -E "error" -A5 "$out/build-base.log" | head -40; exit 1; }
+  for round in 1 2; do
+    for b in build-base $build; do
+      step "round $round: $b"
+      for f in "1 KiB" "64 KiB" "1024 KiB" "16384 KiB"; do
+        mpiexec -n 2 $b/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn" | tail -n +2
+      done | tee -a "$out/compare-pingpong-$(basename $b).txt"
+      $b/bench/dtmpi-bench pack --gpu --quick 2>&1 | tee -a "$out/compare-pack-$(basename $b).txt" | tail -4
+      mpiexec -n 1 $b/bench/dtmpi-bench halo --gpu --iters 3 2>&1 | tee -a "$out/compare-halo1-$(basename $b).txt" \
+        | grep -E "^(isend|alltoall|limit)"
+      mpiexec -n 2 $b/bench/dtmpi-bench halo --gpu --iters 3 2>&1 | tee -a "$out/compare-halo2-$(basename $b).txt" \
+        | grep -E "^(isend|alltoall|limit)"
+    done
   done
 fi
 
