@@ -8,10 +8,15 @@
 #include "transport/engine.hpp"
 #include "transport/peers.hpp"
 
+namespace dtmpi::interpose {
+void create_buffer_keyval();  // interpose/buffer_attr.cpp
+}
+
 namespace {
 
 void initialized() {
   dtmpi::runtime::on_mpi_initialized();
+  dtmpi::interpose::create_buffer_keyval();
   if (int rc = dtmpi::transport::init_peers(); rc != MPI_SUCCESS)
     DTMPI_LOG(kError, "setting up dtmpi's private communicator failed (%d): GPU transfers use one message", rc);
 }

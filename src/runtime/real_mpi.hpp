@@ -12,6 +12,7 @@
   X(MPI_Type_commit)            \
   X(MPI_Type_free)              \
   X(MPI_Type_dup)               \
+  X(MPI_Type_set_attr)          \
   X(MPI_Pack)                   \
   X(MPI_Unpack)                 \
   X(MPI_Pack_size)              \
