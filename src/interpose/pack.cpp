@@ -85,11 +85,10 @@ int serve(Direction dir, const PackPlan& plan, MPI_Datatype type, int count, con
     // classify the first byte the type touches: `user` itself may lie outside
     // the allocation (positive lb, MPI_BOTTOM-style absolute displacements)
     const rt::PointerInfo ui = rt::buffer_info(static_cast<const char*>(user) + plan.first_byte, type);
-    rt::PointerInfo pi = rt::pointer_info(packed);
-    // a host packed buffer next to GPU data: whether it is pinned (also by a
-    // cudaHostRegister the fast classification does not see) decides whether
-    // the GPU writes it directly or through a device buffer
-    if (rt::on_gpu(ui) && !rt::on_gpu(pi)) pi = rt::pointer_info_exact(packed);
+    // next to GPU data, whether a host packed buffer is pinned (also by a
+    // cudaHostRegister that pointer_info does not see) decides whether the
+    // GPU writes it directly or through a device buffer: the driver's answer
+    const rt::PointerInfo pi = rt::on_gpu(ui) ? rt::pointer_info_exact(packed) : rt::pointer_info(packed);
     if (rt::on_gpu(ui) || rt::on_gpu(pi)) {
       DTMPI_TRACE(dir == Direction::kPack ? "MPI_Pack: GPU entry" : "MPI_Unpack: GPU entry");
       DTMPI_LOG(kDebug, "%s %lld bytes: user %p (%s) packed %p (%s)",
