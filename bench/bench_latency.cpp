@@ -1,17 +1,26 @@
 // Added latency of the interposer on contiguous host traffic: 8-byte
 // MPI_Send/MPI_Recv ping-pong through dtmpi (MPI_*) and straight to the system
-// MPI (PMPI_*), interleaved in rounds so both see the same machine state.
-// Then the system MPI's own cost per call of what dtmpi's transfers use (a
-// 232-byte control message, a test of a request that is not complete, one
-// test of many): on some machines a call that runs the system MPI's progress
-// engine costs microseconds, which decides how dtmpi's progress must poll.
+// MPI (PMPI_*), interleaved in rounds so both see the same machine state; on
+// a machine with a usable GPU, for each place a host buffer can live (stack,
+// brk heap, an mmap'd page that only the driver can classify, a type with
+// the buffer-location attribute) and, as the classification before issue 29,
+// with the driver's pointer query made on every call. Then the system MPI's
+// own cost per call of what dtmpi's transfers use (a 232-byte control message,
+// a test of a request that is not complete, one test of many): on some
+// machines a call that runs the system MPI's progress engine costs
+// microseconds, which decides how dtmpi's progress must poll.
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "dtmpi/dtmpi.h"
+#include "runtime/gpu.hpp"
+#include "runtime/host_ranges.hpp"
 #include "timing.hpp"
 
 namespace dtmpi::bench {
@@ -22,21 +31,40 @@ void fortran_latency(int me);  // bench_latency_fortran.cpp
 
 namespace {
 template <class Send, class Recv>
-double pingpong(int me, int iters, Send send, Recv recv) {
-  char buf[8] = {};
+double pingpong(int me, int iters, char* buf, MPI_Datatype type, Send send, Recv recv) {
   PMPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   for (int i = 0; i < iters; ++i) {
     if (me == 0) {
-      send(buf, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-      recv(buf, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      send(buf, 8, type, 1, 0, MPI_COMM_WORLD);
+      recv(buf, 8, type, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (me == 1) {
-      recv(buf, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      send(buf, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+      recv(buf, 8, type, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      send(buf, 8, type, 0, 0, MPI_COMM_WORLD);
     }
   }
   return (MPI_Wtime() - t0) / iters / 2;  // one-way
 }
+
+// dtmpi with the classification it had before issue 29: the driver's pointer
+// query on every call, on top of today's path.
+int send_driver_query(const void* buf, int n, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
+  (void)runtime::pointer_info_exact(buf);
+  return MPI_Send(buf, n, t, peer, tag, c);
+}
+int recv_driver_query(void* buf, int n, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status* st) {
+  (void)runtime::pointer_info_exact(buf);
+  return MPI_Recv(buf, n, t, peer, tag, c, st);
+}
+
+struct Row {
+  const char* name;
+  char* buf;
+  MPI_Datatype type;
+  bool old_classification;
+  std::vector<double> direct, via;
+};
+
 constexpr int kCostRounds = 9;
 
 struct CallCosts {
@@ -104,24 +132,51 @@ int bench_latency(int argc, char** argv) {
     return 2;
   }
   const int iters = 20000, rounds = 15;
-  std::vector<double> direct, via;
-  pingpong(me, 2000, PMPI_Send, PMPI_Recv);  // warm-up
-  for (int r = 0; r < rounds; ++r) {
-    direct.push_back(pingpong(me, iters, PMPI_Send, PMPI_Recv));
-    via.push_back(pingpong(me, iters, MPI_Send, MPI_Recv));
+  char stack_buf[8] = {};
+  char* heap_buf = static_cast<char*>(std::malloc(8));
+  auto* page = static_cast<char*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (page == MAP_FAILED) return 1;
+  const bool gpu = runtime::gpu_enabled();
+  MPI_Datatype host_bytes = MPI_DATATYPE_NULL;
+  std::vector<Row> rows;
+  rows.push_back({"stack buffer", stack_buf, MPI_BYTE, false, {}, {}});
+  if (gpu) {
+    rows.push_back({"heap buffer (malloc 8 B)", heap_buf, MPI_BYTE, false, {}, {}});
+    rows.push_back({"mmap'd page (driver asked)", page, MPI_BYTE, false, {}, {}});
+    if (dtmpi_buffer_keyval() != MPI_KEYVAL_INVALID) {
+      MPI_Type_dup(MPI_BYTE, &host_bytes);
+      MPI_Type_commit(&host_bytes);
+      MPI_Type_set_attr(host_bytes, dtmpi_buffer_keyval(), DTMPI_BUFFER_HOST);
+      rows.push_back({"mmap'd page, DTMPI_BUFFER_HOST", page, host_bytes, false, {}, {}});
+    }
+    rows.push_back({"stack, driver query per call", stack_buf, MPI_BYTE, true, {}, {}});
   }
+  pingpong(me, 2000, stack_buf, MPI_BYTE, PMPI_Send, PMPI_Recv);  // warm-up
+  for (int r = 0; r < rounds; ++r)
+    for (Row& row : rows) {
+      row.direct.push_back(pingpong(me, iters, row.buf, row.type, PMPI_Send, PMPI_Recv));
+      row.via.push_back(row.old_classification ? pingpong(me, iters, row.buf, row.type, send_driver_query, recv_driver_query)
+                                               : pingpong(me, iters, row.buf, row.type, MPI_Send, MPI_Recv));
+    }
+  // driver queries made by the stack rows' dtmpi ping-pongs (one timed run)
+  const uint64_t q0 = runtime::driver_pointer_queries();
+  pingpong(me, iters, stack_buf, MPI_BYTE, MPI_Send, MPI_Recv);
+  const uint64_t stack_queries = runtime::driver_pointer_queries() - q0;
   const CallCosts costs = call_costs(me);
-  std::sort(direct.begin(), direct.end());
-  std::sort(via.begin(), via.end());
   if (me == 0) {
-    const double d = direct[rounds / 2] * 1e9, v = via[rounds / 2] * 1e9;
-    std::printf("8-byte MPI_Send/MPI_Recv ping-pong, one-way latency (median of %d rounds x %d)\n",
-                rounds, iters);
-    std::printf("%-28s %10.1f ns  (min %.1f, max %.1f)\n", "system MPI (PMPI_*)", d,
-                direct.front() * 1e9, direct.back() * 1e9);
-    std::printf("%-28s %10.1f ns  (min %.1f, max %.1f)\n", "through dtmpi (MPI_*)", v,
-                via.front() * 1e9, via.back() * 1e9);
-    std::printf("%-28s %10.1f ns  (%.2f%%)\n", "added by dtmpi", v - d, (v - d) / d * 100);
+    std::printf("8-byte MPI_Send/MPI_Recv ping-pong, one-way latency (median of %d rounds x %d)\n", rounds, iters);
+    std::printf("GPU classification: %s; host buffers proven by address ranges: %s\n",
+                gpu ? "on (CUDA driver and device present)" : "off (no GPU, or DTMPI_CUDA=off)",
+                runtime::provably_host(stack_buf) ? "yes" : "no");
+    for (Row& row : rows) {
+      std::sort(row.direct.begin(), row.direct.end());
+      std::sort(row.via.begin(), row.via.end());
+      const double d = row.direct[rounds / 2] * 1e9, v = row.via[rounds / 2] * 1e9;
+      std::printf("%-32s system MPI %7.1f ns  through dtmpi %7.1f ns  added %6.1f ns (%5.2f%%)\n", row.name, d, v,
+                  v - d, (v - d) / d * 100);
+    }
+    std::printf("driver pointer queries: %llu in %d dtmpi ping-pong iterations on the stack buffer\n",
+                static_cast<unsigned long long>(stack_queries), iters);
     std::printf("\nsystem MPI cost per call (rank 0, medians of %d rounds)\n", kCostRounds);
     std::printf("%-44s %10.1f ns\n", "PMPI_Isend of 232 B to rank 1", costs.isend * 1e9);
     std::printf("%-44s %10.1f ns\n", "PMPI_Test of a receive not yet matched", costs.test * 1e9);
@@ -135,6 +190,9 @@ int bench_latency(int argc, char** argv) {
     if (me == 0) std::printf("\n--fortran: this build found no Fortran library of its MPI\n");
 #endif
   }
+  if (host_bytes != MPI_DATATYPE_NULL) MPI_Type_free(&host_bytes);
+  munmap(page, 4096);
+  std::free(heap_buf);
   return 0;
 }
 

@@ -19,11 +19,11 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  runs pingpong, pack and halo --gpu with both builds, alternated
                  (a change that must not move the numbers)
   build | test | bench | pingpong | chunks | model | halo | trace | issue4 |
-  toggles | packasync | batchhang | sharedgpu
+  toggles | packasync | batchhang | sharedgpu | latency
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -130,6 +130,16 @@ if [ "$what" = issue4 ]; then
   for f in "1024 KiB" "4096 KiB" "65536 KiB"; do
     mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn"
   done | tee "$out/gpu-pingpong-issue4.txt"
+fi
+
+if [ "$what" = latency ]; then
+  # issue 29: dtmpi's added latency on 8-byte host messages with the GPU in
+  # use, next to the same without it (DTMPI_CUDA=off), alternated twice
+  step "dtmpi-bench latency: GPU present (default) and DTMPI_CUDA=off, alternated"
+  for v in auto off auto off; do
+    echo "--- DTMPI_CUDA=$v"
+    DTMPI_CUDA=$v timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench latency 2>&1 | grep -v "dtmpi warn"
+  done | tee "$out/latency-gpu.txt"
 fi
 
 if [ "$what" = toggles ]; then

@@ -203,7 +203,7 @@ void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blo
   cudaGetDevice(&dev);
   rt::PointerInfo user_info{rt::MemKind::kDevice, dev, nullptr};
   rt::PointerInfo dev_info{rt::MemKind::kDevice, dev, nullptr};
-  rt::PointerInfo host_info = rt::pointer_info(host_packed);
+  rt::PointerInfo host_info = rt::pointer_info_exact(host_packed);  // pinned: the GPU writes it directly
   for (size_t i = 0; i < sizes.size(); ++i) {
     for (size_t j = 0; j < blocks.size(); ++j) {
       const int64_t s = static_cast<int64_t>(sizes[i]), b = static_cast<int64_t>(blocks[j]);

@@ -3,6 +3,8 @@
 #ifndef DTMPI_DTMPI_H
 #define DTMPI_DTMPI_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -13,6 +15,30 @@ const char* dtmpi_version(void);
 int dtmpi_active(void);
 /* Counters of what dtmpi did so far, as one line of text (valid until the next call). */
 const char* dtmpi_stats(void);
+
+/* Where the buffers of a datatype live, said by the application (the
+ * MPI-ACC datatype attribute): calls with a type that carries it skip dtmpi's
+ * buffer classification (a check of the process's address ranges, or the CUDA
+ * driver's pointer query of 100-150 ns for memory outside them). The keyval
+ * is created at MPI_Init (MPI_KEYVAL_INVALID before, or where dtmpi is not
+ * active). Set it on a type of your own, typically a duplicate:
+ *
+ *   MPI_Datatype dev_doubles;
+ *   MPI_Type_dup(MPI_DOUBLE, &dev_doubles);
+ *   MPI_Type_set_attr(dev_doubles, dtmpi_buffer_keyval(), DTMPI_BUFFER_DEVICE(0));
+ *   MPI_Send(d_ptr, n, dev_doubles, peer, tag, comm);
+ *
+ * DTMPI_BUFFER_HOST: host memory (pageable or pinned); DTMPI_BUFFER_DEVICE(n):
+ * memory of CUDA device n (cudaMalloc; managed memory is better left to the
+ * classification). The value is trusted: a buffer that is not where it says
+ * is undefined behaviour, as with a wrong count. A value naming no device of
+ * the process is ignored with a warning. Duplicates of the type do not
+ * inherit it; MPI_Type_delete_attr and MPI_Type_free remove it. The buffer of
+ * MPI_Pack/MPI_Unpack described by the datatype follows it; the packed buffer
+ * is classified. */
+int dtmpi_buffer_keyval(void);
+#define DTMPI_BUFFER_HOST ((void*)(intptr_t)-1)
+#define DTMPI_BUFFER_DEVICE(n) ((void*)(intptr_t)(n))
 
 #ifdef __cplusplus
 }

@@ -8,10 +8,15 @@
 #include "transport/engine.hpp"
 #include "transport/peers.hpp"
 
+namespace dtmpi::interpose {
+void create_buffer_keyval();  // interpose/buffer_attr.cpp
+}
+
 namespace {
 
 void initialized() {
   dtmpi::runtime::on_mpi_initialized();
+  dtmpi::interpose::create_buffer_keyval();
   if (auto set_up = dtmpi::transport::init_peers(); !set_up)
     DTMPI_LOG(kError, "setting up dtmpi's private communicator failed (%s, code %d): GPU transfers use one message",
               set_up.error().what.c_str(), set_up.error().code);

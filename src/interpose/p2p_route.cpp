@@ -2,6 +2,7 @@
 
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
+#include "runtime/buffer_hint.hpp"
 #include "runtime/config.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/system_info.hpp"
@@ -39,7 +40,7 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   // MPI_BOTTOM (a null address in every MPI) with a derived type: the
   // type's absolute displacements say where the data lives
   if (buf == nullptr && !known) return false;
-  if (rt::gpu_enabled()) b.info = rt::pointer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0));
+  if (rt::gpu_enabled()) b.info = rt::buffer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0), type);
   if (buf == nullptr && !rt::on_gpu(b.info)) return false;  // host data at MPI_BOTTOM: the system MPI's
   if (!rt::on_gpu(b.info)) {
     // host memory: derived types dtmpi packs better (or any, in the host test mode)
@@ -125,7 +126,7 @@ bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBu
   b.plan = type::plan_for(type);
   b.info = rt::PointerInfo{};
   if (b.plan && rt::gpu_enabled() && buf)
-    b.info = rt::pointer_info(static_cast<const char*>(buf) + b.plan->first_byte);
+    b.info = rt::buffer_info(static_cast<const char*>(buf) + b.plan->first_byte, type);
   return !rt::on_gpu(b.info) || b.plan;
 }
 

@@ -14,6 +14,7 @@
 #include "base/trace.hpp"
 #include "interpose/export.hpp"
 #include "pack/cpu_pack.hpp"
+#include "runtime/buffer_hint.hpp"
 #include "runtime/config.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/lifecycle.hpp"
@@ -29,9 +30,9 @@ namespace {
 
 // Whether either buffer of a call lies in GPU memory (`user` classified at the
 // first byte the type touches, when a plan says where that is).
-bool touches_gpu(const PackPlan* plan, const void* user, const void* packed) {
+bool touches_gpu(const PackPlan* plan, MPI_Datatype type, const void* user, const void* packed) {
   if (!rt::gpu_enabled()) return false;
-  return rt::on_gpu(rt::pointer_info(static_cast<const char*>(user) + (plan ? plan->first_byte : 0))) ||
+  return rt::on_gpu(rt::buffer_info(static_cast<const char*>(user) + (plan ? plan->first_byte : 0), type)) ||
          rt::on_gpu(rt::pointer_info(packed));
 }
 
@@ -50,7 +51,7 @@ const PackPlan* servable(int count, MPI_Datatype type, const void* user, const v
   // MPI_BOTTOM (null in every MPI) with a derived type: absolute displacements
   if (user == nullptr && !plan) return nullptr;
   if (!plan) {
-    if (!touches_gpu(nullptr, user, packed)) return nullptr;
+    if (!touches_gpu(nullptr, type, user, packed)) return nullptr;
     dtmpi::type::PlanPtr named = dtmpi::type::plan_for(type);  // kept by the registry
     plan = named.get();
     if (!plan) {
@@ -78,13 +79,16 @@ enum class Direction { kPack, kUnpack };
 constexpr int kPassThrough = -1;  // serve(): the system MPI should do this call
 
 // Moves the bytes of one served call. Returns an MPI error code or kPassThrough.
-int serve(Direction dir, const PackPlan& plan, int count, const void* user, void* packed,
+int serve(Direction dir, const PackPlan& plan, MPI_Datatype type, int count, const void* user, void* packed,
           int64_t bytes, MPI_Comm comm) {
   if (rt::gpu_enabled()) {
     // classify the first byte the type touches: `user` itself may lie outside
     // the allocation (positive lb, MPI_BOTTOM-style absolute displacements)
-    const rt::PointerInfo ui = rt::pointer_info(static_cast<const char*>(user) + plan.first_byte),
-                          pi = rt::pointer_info(packed);
+    const rt::PointerInfo ui = rt::buffer_info(static_cast<const char*>(user) + plan.first_byte, type);
+    // next to GPU data, whether a host packed buffer is pinned (also by a
+    // cudaHostRegister that pointer_info does not see) decides whether the
+    // GPU writes it directly or through a device buffer: the driver's answer
+    const rt::PointerInfo pi = rt::on_gpu(ui) ? rt::pointer_info_exact(packed) : rt::pointer_info(packed);
     if (rt::on_gpu(ui) || rt::on_gpu(pi)) {
       DTMPI_TRACE(dir == Direction::kPack ? "MPI_Pack: GPU entry" : "MPI_Unpack: GPU entry");
       DTMPI_LOG(kDebug, "%s %lld bytes: user %p (%s) packed %p (%s)",
@@ -129,7 +133,7 @@ DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype,
   int refused = 0;
   if (const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes, &refused)) {
     if (*position + bytes > outsize) return raise(comm, MPI_ERR_TRUNCATE);
-    int rc = serve(Direction::kPack, *plan, incount, inbuf, static_cast<char*>(outbuf) + *position,
+    int rc = serve(Direction::kPack, *plan, datatype, incount, inbuf, static_cast<char*>(outbuf) + *position,
                    bytes, comm);
     if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
     if (rc != kPassThrough) return rc;
@@ -145,7 +149,7 @@ DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* 
   int refused = 0;
   if (const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes, &refused)) {
     if (*position + bytes > insize) return raise(comm, MPI_ERR_TRUNCATE);
-    int rc = serve(Direction::kUnpack, *plan, outcount, outbuf,
+    int rc = serve(Direction::kUnpack, *plan, datatype, outcount, outbuf,
                    const_cast<char*>(static_cast<const char*>(inbuf)) + *position, bytes, comm);
     if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
     if (rc != kPassThrough) return rc;

@@ -10,7 +10,7 @@
 // system MPI's call left them (runtime/status.hpp), and each completed
 // tracked request is finished (unpacked, staging returned) before the call returns.
 // An active dtmpi persistent request stands in the array for its operation's
-// request during the call (interpose/persistent.hpp).
+// request during the call (transport/persistent.hpp).
 #include <vector>
 
 #include "base/trace.hpp"

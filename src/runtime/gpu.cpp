@@ -1,6 +1,6 @@
-// GPU runtime (CUDA builds): pointer classification with a range cache,
-// per-device streams and pools, and the orchestration of MPI_Pack/MPI_Unpack
-// between any pair of memories.
+// GPU runtime (CUDA builds): per-device streams and pools, and the
+// orchestration of MPI_Pack/MPI_Unpack between any pair of memories (pointer
+// classification: runtime/pointer_kind.cpp).
 #include "runtime/gpu.hpp"
 
 #include <cuda.h>
@@ -10,12 +10,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <iterator>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 
 #include "base/cuda_check.hpp"
 #include "base/log.hpp"
@@ -35,17 +32,6 @@ struct Gpu {
   bool enabled = false;
   int ndevices = 0;
   DriverCalls driver;
-
-  // CUDA allocations seen so far: start -> range. An entry is only trusted
-  // when the driver reports the same buffer id for the queried pointer, so a
-  // freed and reused address range can never be misclassified.
-  std::shared_mutex ranges_mu;
-  struct Range {
-    uintptr_t end;
-    unsigned long long buffer_id;
-    PointerInfo info;  // at the range start
-  };
-  std::map<uintptr_t, Range> ranges;
 
   std::mutex mu;  // guards lazy creation below
   // per device and lane (runtime/gpu.hpp: transfers, synchronous calls)
@@ -143,82 +129,10 @@ BufferPool& pinned_pool() {
   return *g.pinned_pool;
 }
 
-namespace {
-
-// Classification through the runtime API alone (no driver entry points).
-PointerInfo query_runtime(const void* p) {
-  PointerInfo info;
-  cudaPointerAttributes a{};
-  if (!DTMPI_CUDA_PROBE(cudaPointerGetAttributes(&a, p))) {
-    return info;
-  }
-  switch (a.type) {
-    case cudaMemoryTypeDevice: info.kind = MemKind::kDevice; break;
-    case cudaMemoryTypeManaged: info.kind = MemKind::kManaged; break;
-    case cudaMemoryTypeHost: info.kind = MemKind::kPinnedHost; break;
-    default: return info;  // unregistered host memory
-  }
-  info.device = a.device;
-  if (info.kind == MemKind::kPinnedHost) info.device_ptr = a.devicePointer;
-  return info;
-}
-
-}  // namespace
-
 bool gpu_enabled() { return gpu().enabled; }
 
 const DriverCalls& driver() { return gpu().driver; }
 
-
-PointerInfo pointer_info(const void* p) {
-  Gpu& g = gpu();
-  if (!g.enabled || p == nullptr) return PointerInfo{};
-  if (!g.driver.pointer_get_attributes || !g.driver.pointer_get_attribute) return query_runtime(p);
-  // One driver call answers "is this CUDA memory, which allocation": it costs
-  // tens of nanoseconds and, unlike cudaPointerGetAttributes, reports non-CUDA
-  // memory without an error path.
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  unsigned int memtype = 0;
-  unsigned long long id = 0;
-  int managed = 0;
-  CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
-  void* values[] = {&memtype, &id, &managed};
-  if (!DTMPI_CU_PROBE(g.driver.pointer_get_attributes(3, which, values, static_cast<CUdeviceptr>(addr))) || memtype == 0)
-    return PointerInfo{};  // not CUDA memory: host
-  {
-    std::shared_lock lock(g.ranges_mu);
-    auto it = g.ranges.upper_bound(addr);
-    if (it != g.ranges.begin()) {
-      --it;
-      if (addr < it->second.end && it->second.buffer_id == id) {
-        PointerInfo info = it->second.info;
-        if (info.device_ptr) info.device_ptr = static_cast<char*>(info.device_ptr) + (addr - it->first);
-        return info;
-      }
-    }
-  }
-  // First sight of this allocation: the rest of what we need, once.
-  PointerInfo info = query_runtime(p);
-  if (managed) info.kind = MemKind::kManaged;
-  CUdeviceptr start = 0;
-  size_t size = 0;
-  if (DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, static_cast<CUdeviceptr>(addr))) &&
-      DTMPI_CU_PROBE(g.driver.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, static_cast<CUdeviceptr>(addr))) &&
-      size > 0) {
-    PointerInfo at_start = info;
-    if (at_start.device_ptr)
-      at_start.device_ptr = static_cast<char*>(info.device_ptr) - (addr - static_cast<uintptr_t>(start));
-    const auto lo_addr = static_cast<uintptr_t>(start), hi_addr = lo_addr + size;
-    std::unique_lock lock(g.ranges_mu);
-    // drop ranges this allocation overlaps: their memory was freed
-    auto it = g.ranges.upper_bound(lo_addr);
-    if (it != g.ranges.begin() && std::prev(it)->second.end > lo_addr) --it;
-    while (it != g.ranges.end() && it->first < hi_addr) it = g.ranges.erase(it);
-    g.ranges[lo_addr] = Gpu::Range{hi_addr, id, at_start};
-  }
-  return info;
-}
 
 // Waits for the work queued on `s`. Small operations finish in a few
 // microseconds, where cudaStreamSynchronize's own cost shows: a stream write of

@@ -1,42 +1,19 @@
-// GPU side of the runtime: where a pointer lives, and MPI_Pack/MPI_Unpack
-// when either buffer is GPU memory. The header is CUDA-free; in a build
-// without CUDA (or at run time without a driver or device, or with
+// GPU side of the runtime: MPI_Pack/MPI_Unpack when either buffer is GPU
+// memory (where a pointer lives: runtime/pointer_kind.hpp). The header is
+// CUDA-free; in a build without CUDA (or at run time without a driver or device, or with
 // DTMPI_CUDA=off) gpu_enabled() is false and every pointer is host memory.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "base/result.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "type/plan.hpp"
 #include "type/registry.hpp"
 
 namespace dtmpi::runtime {
 
-enum class MemKind : uint8_t { kHost, kPinnedHost, kDevice, kManaged };
-
-struct PointerInfo {
-  MemKind kind = MemKind::kHost;
-  int device = -1;             // owning device (device/managed), or -1
-  void* device_ptr = nullptr;  // for pinned host memory: its device-side address
-};
-
-inline bool on_gpu(const PointerInfo& p) {
-  return p.kind == MemKind::kDevice || p.kind == MemKind::kManaged;
-}
-
 bool gpu_enabled();
-// Classifies `p`; CUDA allocations are remembered as address ranges, so a
-// repeated query of the same allocation costs a shared-locked map lookup.
-PointerInfo pointer_info(const void* p);
-inline const char* kind_name(MemKind k) {
-  switch (k) {
-    case MemKind::kHost: return "host";
-    case MemKind::kPinnedHost: return "pinned host";
-    case MemKind::kDevice: return "device";
-    case MemKind::kManaged: return "managed";
-  }
-  return "?";
-}
 
 // dtmpi's four streams per device. Transfers queue their sending work on
 // kTransfer (packs, ready signals, the pipelined method's copies); reads of a

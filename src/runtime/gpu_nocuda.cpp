@@ -15,7 +15,6 @@ namespace dtmpi::runtime {
 
 bool gpu_enabled() { return false; }
 bool copy_engine_layout(const type::PackPlan&, int64_t) { return false; }
-PointerInfo pointer_info(const void*) { return PointerInfo{}; }
 
 
 Status gpu_pack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&, Lane) {

@@ -1,0 +1,31 @@
+// The explicit buffer location (MPI-ACC's datatype attribute, issue 29): an
+// application that knows where the buffers of a datatype live says so with
+// the attribute dtmpi_buffer_keyval() (include/dtmpi/dtmpi.h), and calls with
+// that type skip the classification of their buffer. The attribute's values
+// are kept here by datatype handle (set by the interposed MPI_Type_set_attr,
+// dropped by the keyval's delete callback: at MPI_Type_delete_attr, when the
+// value is replaced and when the type is freed).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "runtime/pointer_kind.hpp"
+
+namespace dtmpi::runtime {
+
+// The attribute's values (include/dtmpi/dtmpi.h: DTMPI_BUFFER_HOST,
+// DTMPI_BUFFER_DEVICE(n)).
+inline constexpr intptr_t kBufferHost = -1;
+
+// Records `value` for `type`. False (nothing recorded) for a value that names
+// no usable memory: not DTMPI_BUFFER_HOST, nor a device this process has.
+bool set_buffer_hint(MPI_Datatype type, intptr_t value);
+void drop_buffer_hint(MPI_Datatype type);
+
+// Where a buffer of `type` at `p` lives: the attribute's answer where the
+// type has one, else pointer_info(p). One relaxed load more than
+// pointer_info while no type has the attribute.
+PointerInfo buffer_info(const void* p, MPI_Datatype type);
+
+}  // namespace dtmpi::runtime

@@ -1,0 +1,48 @@
+// Where a buffer lives: host, pinned host, device or managed memory. The
+// header is CUDA-free; without CUDA (at build or run time) every pointer is
+// host memory. src/runtime/pointer_kind.cpp (CUDA builds) and
+// pointer_kind_nocuda.cpp.
+#pragma once
+#include <cstdint>
+
+namespace dtmpi::runtime {
+
+enum class MemKind : uint8_t { kHost, kPinnedHost, kDevice, kManaged };
+
+struct PointerInfo {
+  MemKind kind = MemKind::kHost;
+  int device = -1;             // owning device (device/managed), or -1
+  void* device_ptr = nullptr;  // for pinned host memory: its device-side address
+};
+
+inline bool on_gpu(const PointerInfo& p) {
+  return p.kind == MemKind::kDevice || p.kind == MemKind::kManaged;
+}
+
+// Classifies `p` for moving its bytes: whether it is GPU memory (device,
+// managed, IPC-mapped) and where. Host memory the process's layout proves is
+// not CUDA's (runtime/host_ranges.hpp: the brk heap, the caller's stack, the
+// executable's data) is answered kHost without a driver call -- also where
+// the application page-locked it with cudaHostRegister; every other address
+// is asked of the driver once per call (pinned host memory then kPinnedHost),
+// its CUDA allocations remembered as address ranges validated by the
+// driver's buffer id. Never wrong about GPU vs host.
+PointerInfo pointer_info(const void* p);
+// The driver's full answer, pinned registrations included: for a host buffer
+// whose pinning decides how a GPU copies into or out of it (MPI_Pack of
+// device data into a user's host buffer).
+PointerInfo pointer_info_exact(const void* p);
+// Driver pointer queries made so far by this process (tests, dtmpi-bench).
+uint64_t driver_pointer_queries();
+
+inline const char* kind_name(MemKind k) {
+  switch (k) {
+    case MemKind::kHost: return "host";
+    case MemKind::kPinnedHost: return "pinned host";
+    case MemKind::kDevice: return "device";
+    case MemKind::kManaged: return "managed";
+  }
+  return "?";
+}
+
+}  // namespace dtmpi::runtime

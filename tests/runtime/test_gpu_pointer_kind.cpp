@@ -1,0 +1,300 @@
+// Pointer classification (runtime/pointer_kind.hpp) against the driver's own
+// answer (cudaPointerGetAttributes), for every kind of memory: pageable
+// (heap, large malloc, stack, static), pinned (cudaHostAlloc, cudaMallocHost,
+// cudaHostRegister), managed, device, IPC-mapped from the other rank; freed
+// and reallocated in both orders; the start, middle, last byte and one past
+// the end of each; thousands of random allocations and frees from several
+// threads; and the buffer-location attribute end to end. Skipped (exit 77)
+// without a GPU. Two ranks (IPC needs another process).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "dtmpi/dtmpi.h"
+#include "runtime/host_ranges.hpp"
+#include "runtime/pointer_kind.hpp"
+
+namespace {
+
+namespace rt = dtmpi::runtime;
+using rt::MemKind;
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+int g_static[256];
+
+// The driver's answer.
+struct Truth {
+  MemKind kind = MemKind::kHost;
+  int device = -1;
+};
+Truth driver_truth(const void* p) {
+  Truth t;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return t;
+  }
+  switch (a.type) {
+    case cudaMemoryTypeDevice: t.kind = MemKind::kDevice; break;
+    case cudaMemoryTypeManaged: t.kind = MemKind::kManaged; break;
+    case cudaMemoryTypeHost: t.kind = MemKind::kPinnedHost; break;
+    default: return t;
+  }
+  t.device = a.device;
+  return t;
+}
+
+// pointer_info never differs from the driver on GPU vs host, nor on the
+// device; it may call pinned memory plain host only where the process layout
+// proves it host (registered heap or stack memory). pointer_info_exact
+// always agrees.
+void expect_agrees(const void* p, const char* what) {
+  const Truth t = driver_truth(p);
+  const rt::PointerInfo fast = rt::pointer_info(p), exact = rt::pointer_info_exact(p);
+  EXPECT_EQ(static_cast<int>(exact.kind), static_cast<int>(t.kind)) << what << " " << p << " (exact)";
+  if (t.kind == MemKind::kPinnedHost && fast.kind == MemKind::kHost) {
+    EXPECT_TRUE(rt::provably_host(p)) << what << " " << p;
+  } else {
+    EXPECT_EQ(static_cast<int>(fast.kind), static_cast<int>(t.kind)) << what << " " << p;
+  }
+  EXPECT_EQ(rt::on_gpu(fast), t.kind == MemKind::kDevice || t.kind == MemKind::kManaged) << what << " " << p;
+  if (rt::on_gpu(fast)) {
+    EXPECT_EQ(fast.device, t.device) << what;
+  }
+  if (exact.kind == MemKind::kPinnedHost) {
+    EXPECT_NE(exact.device_ptr, nullptr) << what;
+  }
+}
+
+void expect_span(const void* p, size_t len, const char* what) {
+  const char* c = static_cast<const char*>(p);
+  expect_agrees(c, what);
+  expect_agrees(c + len / 2, what);
+  expect_agrees(c + len - 1, what);
+  expect_agrees(c + len, what);  // one past the end: whatever the driver says
+}
+
+TEST(PointerKind, EveryKindOfMemory) {
+  char stack[256] = {};
+  expect_span(stack, sizeof stack, "stack");
+  expect_span(g_static, sizeof g_static, "static");
+  void* small = std::malloc(200);
+  expect_span(small, 200, "heap");
+  void* big = std::malloc(4 << 20);
+  expect_span(big, 4 << 20, "large malloc");
+  void *pinned = nullptr, *mallochost = nullptr, *dev = nullptr, *managed = nullptr;
+  CUDA_OK(cudaHostAlloc(&pinned, 1 << 16, cudaHostAllocMapped | cudaHostAllocPortable));
+  expect_span(pinned, 1 << 16, "cudaHostAlloc");
+  CUDA_OK(cudaMallocHost(&mallochost, 3000));
+  expect_span(mallochost, 3000, "cudaMallocHost");
+  CUDA_OK(cudaMalloc(&dev, 1 << 20));
+  expect_span(dev, 1 << 20, "device");
+  expect_span(dev, 1 << 20, "device (range cache)");
+  CUDA_OK(cudaMallocManaged(&managed, 1 << 16));
+  expect_span(managed, 1 << 16, "managed");
+  // registered later: the large block (mmap'd) and whole pages of the heap
+  // (two registrations must not share a page)
+  void* pages = std::aligned_alloc(4096, 8192);
+  CUDA_OK(cudaHostRegister(big, 4 << 20, cudaHostRegisterDefault));
+  expect_span(big, 4 << 20, "registered mmap'd");
+  EXPECT_EQ(rt::pointer_info(big).kind, MemKind::kPinnedHost);  // not provable host: asked
+  CUDA_OK(cudaHostRegister(pages, 8192, cudaHostRegisterDefault));
+  expect_span(pages, 8192, "registered heap");
+  CUDA_OK(cudaHostUnregister(pages));
+  std::free(pages);
+  CUDA_OK(cudaHostUnregister(big));
+  expect_span(big, 4 << 20, "unregistered");
+  cudaFree(managed);
+  cudaFree(dev);
+  cudaFreeHost(mallochost);
+  cudaFreeHost(pinned);
+  std::free(big);
+  std::free(small);
+}
+
+TEST(PointerKind, FreedAndReallocatedBothOrders) {
+  // device after device (range cache entry of a freed allocation, new buffer id)
+  for (int i = 0; i < 50; ++i) {
+    void* d = nullptr;
+    CUDA_OK(cudaMalloc(&d, 1 << 20));
+    expect_span(d, 1 << 20, "device again");
+    CUDA_OK(cudaFree(d));
+    // host after device: a mapping asked for at the freed address
+    void* h = mmap(d, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (h != MAP_FAILED) {
+      expect_span(h, 1 << 20, "host after device");
+      munmap(h, 1 << 20);
+    }
+  }
+  // device after host: free host mappings, then allocate device memory until
+  // one lands where host memory was (or give up; each is checked anyway)
+  int reused = 0;
+  for (int i = 0; i < 50; ++i) {
+    const size_t len = 2 << 20;
+    void* h = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(h, MAP_FAILED);
+    expect_span(h, len, "host before device");
+    munmap(h, len);
+    void *d = nullptr, *m = nullptr, *p = nullptr;
+    CUDA_OK(cudaMalloc(&d, len));
+    CUDA_OK(cudaMallocManaged(&m, 4096));
+    CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocDefault));
+    for (void* q : {d, m, p}) {
+      const auto a = reinterpret_cast<uintptr_t>(q), lo = reinterpret_cast<uintptr_t>(h);
+      reused += a >= lo && a < lo + len;
+    }
+    expect_span(d, len, "device after host");
+    expect_span(m, 4096, "managed after host");
+    expect_span(p, 4096, "pinned after host");
+    cudaFree(d);
+    cudaFree(m);
+    cudaFreeHost(p);
+  }
+  std::printf("device/managed/pinned allocations at a freed host address: %d\n", reused);
+}
+
+// Random allocations and frees of every kind, each thread its own.
+void random_rounds(unsigned seed, int rounds) {
+  std::mt19937 rng(seed);
+  struct Block {
+    void* p;
+    size_t len;
+    int how;  // 0 malloc, 1 device, 2 managed, 3 pinned, 4 registered malloc
+  };
+  std::vector<Block> live;
+  auto release = [](const Block& b) {
+    switch (b.how) {
+      case 0: std::free(b.p); break;
+      case 1: case 2: cudaFree(b.p); break;
+      case 3: cudaFreeHost(b.p); break;
+      case 4: cudaHostUnregister(b.p); std::free(b.p); break;
+    }
+  };
+  for (int i = 0; i < rounds; ++i) {
+    if (live.size() < 32 && (live.empty() || rng() % 3 != 0)) {
+      const int how = static_cast<int>(rng() % 5);
+      const size_t len = 1 + rng() % (rng() % 4 == 0 ? (1 << 20) : 8192);
+      void* p = nullptr;
+      bool ok = true;
+      switch (how) {
+        case 0: p = std::malloc(len); break;
+        case 1: ok = cudaMalloc(&p, len) == cudaSuccess; break;
+        case 2: ok = cudaMallocManaged(&p, len) == cudaSuccess; break;
+        case 3: ok = cudaHostAlloc(&p, len, cudaHostAllocMapped) == cudaSuccess; break;
+        case 4:  // whole pages: two registrations must not share one
+          p = std::aligned_alloc(4096, (len + 4095) / 4096 * 4096);
+          ok = p && cudaHostRegister(p, len, cudaHostRegisterDefault) == cudaSuccess;
+          if (!ok) std::free(p);
+          break;
+      }
+      ASSERT_TRUE(ok && p) << "allocation kind " << how;
+      live.push_back({p, len, how});
+    } else {
+      const size_t k = rng() % live.size();
+      release(live[k]);
+      live[k] = live.back();
+      live.pop_back();
+    }
+    if (!live.empty()) {
+      const Block& b = live[rng() % live.size()];
+      expect_span(b.p, b.len, "random");
+    }
+  }
+  for (auto& b : live) release(b);
+}
+
+TEST(PointerKind, RandomAllocationsSeveralThreads) {
+  random_rounds(7, 2000);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t)
+    threads.emplace_back([t] {
+      cudaSetDevice(0);
+      random_rounds(100 + t, 1000);
+    });
+  for (auto& t : threads) t.join();
+}
+
+TEST(PointerKind, IpcMappedFromTheOtherRank) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  void* d = nullptr;
+  CUDA_OK(cudaMalloc(&d, 1 << 20));
+  cudaIpcMemHandle_t mine{}, theirs{};
+  CUDA_OK(cudaIpcGetMemHandle(&mine, d));
+  MPI_Sendrecv(&mine, sizeof mine, MPI_BYTE, 1 - me, 0, &theirs, sizeof theirs, MPI_BYTE, 1 - me, 0,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  void* mapped = nullptr;
+  CUDA_OK(cudaIpcOpenMemHandle(&mapped, theirs, cudaIpcMemLazyEnablePeerAccess));
+  expect_span(mapped, 1 << 20, "IPC-mapped");
+  EXPECT_EQ(rt::pointer_info(mapped).kind, MemKind::kDevice);
+  CUDA_OK(cudaIpcCloseMemHandle(mapped));
+  MPI_Barrier(MPI_COMM_WORLD);
+  cudaFree(d);
+}
+
+TEST(PointerKind, HostNeedsNoDriverCall) {
+  char stack[8] = {};
+  std::vector<char> heap(64);
+  const uint64_t before = rt::driver_pointer_queries();
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(rt::pointer_info(stack).kind, MemKind::kHost);
+    EXPECT_EQ(rt::pointer_info(heap.data()).kind, MemKind::kHost);
+    EXPECT_EQ(rt::pointer_info(g_static).kind, MemKind::kHost);
+  }
+  EXPECT_EQ(rt::driver_pointer_queries(), before);
+}
+
+// The attribute end to end (through libdtmpi's MPI_Type_set_attr): a device
+// buffer and a host buffer sent with types that say where they live.
+TEST(PointerKind, BufferAttribute) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const int keyval = dtmpi_buffer_keyval();
+  ASSERT_NE(keyval, MPI_KEYVAL_INVALID);
+  MPI_Datatype on_device, on_host;
+  MPI_Type_dup(MPI_INT, &on_device);
+  MPI_Type_dup(MPI_INT, &on_host);
+  MPI_Type_set_attr(on_device, keyval, DTMPI_BUFFER_DEVICE(0));
+  MPI_Type_set_attr(on_host, keyval, DTMPI_BUFFER_HOST);
+  const int n = 1000;
+  std::vector<int> host(n), back(n, -1);
+  for (int i = 0; i < n; ++i) host[static_cast<size_t>(i)] = i * 3 + me;
+  int* d = nullptr;
+  CUDA_OK(cudaMalloc(&d, n * sizeof(int)));
+  CUDA_OK(cudaMemcpy(d, host.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  std::vector<int> got(n, -1);
+  int* dgot = nullptr;
+  CUDA_OK(cudaMalloc(&dgot, n * sizeof(int)));
+  MPI_Sendrecv(d, n, on_device, 1 - me, 1, dgot, n, on_device, 1 - me, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  CUDA_OK(cudaMemcpy(back.data(), dgot, n * sizeof(int), cudaMemcpyDeviceToHost));
+  MPI_Sendrecv(host.data(), n, on_host, 1 - me, 2, got.data(), n, on_host, 1 - me, 2, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(back[static_cast<size_t>(i)], i * 3 + 1 - me) << i;
+    ASSERT_EQ(got[static_cast<size_t>(i)], i * 3 + 1 - me) << i;
+  }
+  void* value = nullptr;
+  int flag = 0;
+  MPI_Type_get_attr(on_device, keyval, &value, &flag);
+  EXPECT_TRUE(flag && value == DTMPI_BUFFER_DEVICE(0));
+  MPI_Type_delete_attr(on_device, keyval);
+  // without the attribute the device buffer is classified, with the same result
+  std::fill(back.begin(), back.end(), -1);
+  MPI_Sendrecv(d, n, on_device, 1 - me, 3, dgot, n, on_device, 1 - me, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  CUDA_OK(cudaMemcpy(back.data(), dgot, n * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(back[static_cast<size_t>(i)], i * 3 + 1 - me) << i;
+  MPI_Type_free(&on_device);
+  MPI_Type_free(&on_host);
+  cudaFree(d);
+  cudaFree(dgot);
+}
+
+}  // namespace
