@@ -15,6 +15,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/footprint.hpp"
 #include "interpose/export.hpp"
 #include "interpose/p2p_route.hpp"
 #include "runtime/lifecycle.hpp"
@@ -46,6 +47,18 @@ Table& table() {
   static Table* t = new Table;
   return *t;
 }
+
+// Per matched message the application has not received yet.
+void report_footprint(std::vector<dtmpi::footprint::Part>& out) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  int64_t b = static_cast<int64_t>(t.messages.bucket_count() * sizeof(void*));
+  for (const auto& [m, matched] : t.messages)
+    b += static_cast<int64_t>(sizeof(std::pair<const MPI_Message, Matched>) + 2 * sizeof(void*)) +
+         (matched.taken ? static_cast<int64_t>(sizeof(tp::Stashed) + matched.taken->raw.capacity()) : 0);
+  out.push_back({"matched messages", "probed messages", b, 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = dtmpi::footprint::add_source(report_footprint);
 
 void remember(MPI_Message m, MPI_Comm comm, std::unique_ptr<tp::Stashed> taken,
               MPI_Request stand_in_send = MPI_REQUEST_NULL) {

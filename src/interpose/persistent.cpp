@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/footprint.hpp"
 #include "interpose/export.hpp"
 #include "interpose/p2p_route.hpp"
 #include "runtime/lifecycle.hpp"
@@ -47,6 +48,16 @@ Table& table() {
   return *t;
 }
 std::atomic<int> g_ops{0}, g_active{0};
+
+// Per persistent request of the application (Send_init/Recv_init).
+void report_footprint(std::vector<dtmpi::footprint::Part>& out) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  const size_t node = sizeof(std::pair<const MPI_Request, std::unique_ptr<Op>>) + 2 * sizeof(void*) + sizeof(Op);
+  out.push_back({"persistent requests", "requests",
+                 static_cast<int64_t>(t.ops.size() * node + t.ops.bucket_count() * sizeof(void*)), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = dtmpi::footprint::add_source(report_footprint);
 
 Op* find(MPI_Request h) {
   if (g_ops.load(std::memory_order_relaxed) == 0 || h == MPI_REQUEST_NULL) return nullptr;

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/footprint.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
 
@@ -23,6 +24,18 @@ Table& table() {
   static Table* t = new Table;
   return *t;
 }
+
+// Per request in flight: the side table's node (staging buffers are the host pool's).
+void report_footprint(std::vector<footprint::Part>& out) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  const size_t node = sizeof(std::pair<const MPI_Request, PendingOp>) + 2 * sizeof(void*);
+  out.push_back({"tracked requests", "requests",
+                 static_cast<int64_t>(t.ops.size() * node + t.ops.bucket_count() * sizeof(void*) +
+                                      t.detached.capacity() * sizeof(t.detached[0])),
+                 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 }  // namespace
 
