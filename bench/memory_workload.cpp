@@ -9,7 +9,9 @@
 // the faces, and a few collectives (Allreduce, Bcast, Alltoallv, Barrier).
 // Ghost cells are checked after every exchange: a wrong value fails the run.
 //
-// Rank 0 prints one line of the peak resident set (VmHWM) over the ranks and,
+// Rank 0 prints one line of the peak resident set (VmHWM) over the ranks (and
+// medians of the resident set after MPI_Init and of its anonymous, file and
+// shared-memory parts at the end) and,
 // where dtmpi is loaded, the bytes its own structures hold (dtmpi_memory_bytes,
 // looked up at run time) now and scaled to 3072 ranks.
 #include <dlfcn.h>
@@ -226,24 +228,30 @@ int main(int argc, char** argv) {
   using MemoryText = const char* (*)();
   auto bytes_at = reinterpret_cast<MemoryBytes>(dlsym(RTLD_DEFAULT, "dtmpi_memory_bytes"));
   auto text = reinterpret_cast<MemoryText>(dlsym(RTLD_DEFAULT, "dtmpi_memory"));
-  long long mine[4] = {status_kib("VmHWM"), after_init, bytes_at ? bytes_at(0) : -1, bytes_at ? bytes_at(3072) : -1};
-  std::vector<long long> all(static_cast<size_t>(size) * 4);
-  MPI_Gather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  // peak, and at the end: private (anonymous) pages, file-backed pages (code
+  // of the libraries, shared by every rank) and shared memory (the MPI's segments)
+  constexpr int kFields = 7;
+  long long mine[kFields] = {status_kib("VmHWM"), after_init, status_kib("RssAnon"), status_kib("RssFile"),
+                             status_kib("RssShmem"), bytes_at ? bytes_at(0) : -1, bytes_at ? bytes_at(3072) : -1};
+  std::vector<long long> all(static_cast<size_t>(size) * kFields);
+  MPI_Gather(mine, kFields, MPI_LONG_LONG, all.data(), kFields, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   int wrong_total = 0;
   MPI_Reduce(&wrong, &wrong_total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (me == 0) {
     auto column = [&](int k) {
       std::vector<long long> v;
-      for (int i = 0; i < size; ++i) v.push_back(all[static_cast<size_t>(i) * 4 + static_cast<size_t>(k)]);
+      for (int i = 0; i < size; ++i) v.push_back(all[static_cast<size_t>(i) * kFields + static_cast<size_t>(k)]);
       std::sort(v.begin(), v.end());
       return v;
     };
-    const auto hwm = column(0), init = column(1), now = column(2), scaled = column(3);
     const size_t mid = static_cast<size_t>(size) / 2;
-    std::printf("ranks %d %s: peak RSS KiB min %lld median %lld max %lld; RSS after MPI_Init median %lld KiB",
-                size, bytes_at ? "dtmpi" : "plain", hwm.front(), hwm[mid], hwm.back(), init[mid]);
+    const auto hwm = column(0);
+    std::printf("ranks %d %s: peak RSS KiB min %lld median %lld max %lld; after MPI_Init RSS %lld; at the end "
+                "anon %lld file %lld shmem %lld",
+                size, bytes_at ? "dtmpi" : "plain", hwm.front(), hwm[mid], hwm.back(), column(1)[mid],
+                column(2)[mid], column(3)[mid], column(4)[mid]);
     if (bytes_at)
-      std::printf("; dtmpi structures max %lld B, at 3072 ranks %lld B", now.back(), scaled.back());
+      std::printf("; dtmpi structures max %lld B, at 3072 ranks %lld B", column(5).back(), column(6).back());
     std::printf("; wrong regions %d\n", wrong_total);
     if (text && args.has("--detail")) std::printf("rank 0 %s\n", text());
   }
