@@ -71,7 +71,7 @@ std::string describe(int64_t scaled_ranks) {
                      std::to_string(per_rank) + " B per rank):";
   for (const auto& p : all) {
     const int64_t b = p.bytes_at(n);
-    if (b == 0) continue;
+    if (b < 16) continue;  // an empty hash table (its one bucket)
     text += std::string(" ") + p.name + " " + bytes_text(b);
     if (p.per_rank) text += " (" + std::to_string(p.per_rank) + " B/rank)";
     text += ";";
