@@ -49,7 +49,7 @@ for mpi in $mpis; do
   if [ ! -x "$prog" ] || [ ! -f "$lib" ]; then
     echo "memory-per-rank.sh: $prog or $lib missing: scripts/build.sh $mpi" >&2; exit 2
   fi
-  echo "# $mpi: $(mpiexec.$mpi --version 2>&1 | head -1)"
+  echo "# $mpi: $(mpiexec.$mpi --version 2>&1 | grep -m1 -E "[0-9]+\.[0-9]+\.[0-9]+" | sed "s/^ *//")"
   printf "%-5s | %-26s | %-26s | %-26s | %s\n" "" "peak RSS (VmHWM) KiB" "RSS after MPI_Init KiB" \
     "anonymous RSS at end KiB" "dtmpi's structures B"
   printf "%-5s | %8s %8s %8s | %8s %8s %8s | %8s %8s %8s | %9s %12s\n" ranks plain dtmpi added plain dtmpi added \
