@@ -57,18 +57,18 @@ HostBuffer host_pool_acquire(size_t bytes) {
       b.ptr = p.free[c].back();
       p.free[c].pop_back();
       p.kept_bytes -= b.capacity;
-      g_lent_bytes.fetch_add(static_cast<int64_t>(b.capacity));
+      g_lent_bytes.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
       return b;
     }
   }
   b.ptr = std::malloc(b.capacity);
-  if (b.ptr) g_lent_bytes.fetch_add(static_cast<int64_t>(b.capacity));
+  if (b.ptr) g_lent_bytes.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
   return b;
 }
 
 void host_pool_release(HostBuffer b) {
   if (!b.ptr) return;
-  g_lent_bytes.fetch_sub(static_cast<int64_t>(b.capacity));
+  g_lent_bytes.fetch_sub(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
   auto& p = pool();
   {
     std::lock_guard lock(p.mu);
