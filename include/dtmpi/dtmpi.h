@@ -15,6 +15,12 @@ const char* dtmpi_version(void);
 int dtmpi_active(void);
 /* Counters of what dtmpi did so far, as one line of text (valid until the next call). */
 const char* dtmpi_stats(void);
+/* Bytes held by dtmpi's own structures in this process (per-peer arrays, type
+ * plans, request tables, staging buffers, ...), with the per-peer ones scaled
+ * to a job of `ranks` ranks (<= 0: this job's size). */
+long long dtmpi_memory_bytes(int ranks);
+/* The same structure by structure, as one line of text (valid until the next call). */
+const char* dtmpi_memory(void);
 
 /* Where the buffers of a datatype live, said by the application (the
  * MPI-ACC datatype attribute): calls with a type that carries it skip dtmpi's

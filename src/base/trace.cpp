@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include "base/footprint.hpp"
 
 namespace dtmpi::trace {
 
@@ -27,6 +30,13 @@ std::mutex g_mutex;  // MPI_THREAD_MULTIPLE programs may trace from several thre
 char g_prefix[4096] = {};
 
 const char* prefix() { return g_prefix[0] ? g_prefix : nullptr; }
+
+// The ring is zero-initialized static storage: its pages are memory only once written.
+void report_footprint(std::vector<footprint::Part>& out) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  out.push_back({"trace ring", "fixed", static_cast<int64_t>((g_next < kRing ? g_next : kRing) * sizeof(Entry)), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 }  // namespace
 

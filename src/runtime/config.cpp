@@ -28,7 +28,7 @@ const std::vector<VariableDoc> kVariables = {
      "DTMPI_HOST_STAGING: the largest typical block (bytes) of a host datatype that dtmpi packs"},
     {"DTMPI_LOG", "warn", "log level on stderr: error, warn, info, debug, or decisions (info + each first method choice)"},
     {"DTMPI_CACHE_DIR", "$XDG_CACHE_HOME/dtmpi", "where dtmpi-measure writes and MPI_Init reads the performance model"},
-    {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters at MPI_Finalize"},
+    {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters and the memory of its structures at MPI_Finalize"},
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
     {"DTMPI_METHOD", "auto",
      "GPU point-to-point method: oneshot, staged, pipelined, device or auto (see docs/point-to-point.md)"},

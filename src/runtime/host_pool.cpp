@@ -1,8 +1,11 @@
 #include "runtime/host_pool.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
+
+#include "base/footprint.hpp"
 
 namespace dtmpi::runtime {
 namespace {
@@ -25,6 +28,17 @@ Pool& pool() {
   return *p;
 }
 
+// Lent buffers belong to operations in flight; kept ones are bounded above.
+std::atomic<int64_t> g_lent_bytes{0};
+
+void report_footprint(std::vector<footprint::Part>& out) {
+  auto& p = pool();
+  std::lock_guard lock(p.mu);
+  out.push_back({"host staging (free, kept)", "use", static_cast<int64_t>(p.kept_bytes), 0});
+  out.push_back({"host staging (lent)", "use", g_lent_bytes.load(), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
+
 int class_of(size_t bytes) {
   int c = kMinClass;
   while (c < kMaxClass && (size_t{1} << c) < bytes) ++c;
@@ -43,15 +57,18 @@ HostBuffer host_pool_acquire(size_t bytes) {
       b.ptr = p.free[c].back();
       p.free[c].pop_back();
       p.kept_bytes -= b.capacity;
+      g_lent_bytes.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
       return b;
     }
   }
   b.ptr = std::malloc(b.capacity);
+  if (b.ptr) g_lent_bytes.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
   return b;
 }
 
 void host_pool_release(HostBuffer b) {
   if (!b.ptr) return;
+  g_lent_bytes.fetch_sub(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
   auto& p = pool();
   {
     std::lock_guard lock(p.mu);

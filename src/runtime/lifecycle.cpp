@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "base/footprint.hpp"
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
@@ -41,6 +42,7 @@ void on_mpi_finalizing() {
     REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &rank);
     std::fprintf(stderr, "[dtmpi stats rank %d] %s\n", rank, format_stats().c_str());
     if (gpu_enabled()) std::fprintf(stderr, "[dtmpi stats rank %d] pools: %s\n", rank, gpu_pool_stats().c_str());
+    std::fprintf(stderr, "[dtmpi stats rank %d] memory: %s\n", rank, footprint::describe().c_str());
   }
   type::forget_all_plans();
   release_gpu_resources();

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/footprint.hpp"
 #include "type/registry.hpp"
 
 namespace dtmpi::runtime {
@@ -29,6 +30,12 @@ Block* register_thread() {
   all().blocks.push_back(b);
   return b;
 }
+
+void report_footprint(std::vector<footprint::Part>& out) {
+  std::lock_guard lock(all().mu);
+  out.push_back({"counters", "threads", static_cast<int64_t>(all().blocks.size() * sizeof(Block)), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 }  // namespace
 

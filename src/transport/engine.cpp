@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/footprint.hpp"
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "runtime/gpu.hpp"
@@ -46,6 +47,15 @@ Engine& engine() {
   static auto* e = new Engine;
   return *e;
 }
+
+// Per operation in flight (generalized requests of multi-message transfers).
+void report_footprint(std::vector<footprint::Part>& out) {
+  auto& e = engine();
+  std::lock_guard lock(e.mu);
+  out.push_back({"transfers in flight", "requests",
+                 static_cast<int64_t>(e.ops.capacity() * sizeof(Entry) + e.ops.size() * sizeof(GrequestState)), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 // Failed operations whose status this thread's current Wait/Test call queried.
 thread_local std::vector<std::pair<MPI_Request, int>> t_failed;

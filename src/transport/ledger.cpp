@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/system_mpi.hpp"
+#include "base/footprint.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "transport/engine.hpp"
@@ -51,6 +52,19 @@ Table& table() {
 }
 
 Key tracked_key(MPI_Request r) { return Key{Kind::kTracked, key_of(r)}; }
+
+// Per entry of the ledger (tracked requests, persistent requests, matched
+// messages) and per detached request; staging buffers are the host pool's.
+void report_footprint(std::vector<footprint::Part>& out) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  const size_t node = sizeof(std::pair<const Key, Entry>) + 2 * sizeof(void*);
+  out.push_back({"request ledger", "requests",
+                 static_cast<int64_t>(t.entries.size() * node + t.entries.bucket_count() * sizeof(void*) +
+                                      t.detached.capacity() * sizeof(t.detached[0])),
+                 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/footprint.hpp"
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "runtime/config.hpp"
@@ -54,11 +55,32 @@ Peers& peers() {
 struct RankMap {
   std::vector<int> world;
 };
+std::atomic<int64_t> g_rank_maps{0}, g_rank_map_entries{0};  // live maps, their ranks (footprint)
 
 int delete_rank_map(MPI_Comm, int, void* value, void*) {
-  delete static_cast<RankMap*>(value);
+  auto* map = static_cast<RankMap*>(value);
+  g_rank_maps.fetch_sub(1);
+  g_rank_map_entries.fetch_sub(static_cast<int64_t>(map->world.size()));
+  delete map;
   return MPI_SUCCESS;
 }
+
+// The per-peer arrays are dtmpi's only structures sized by the job: 11 bytes
+// per world rank, plus 4 per rank of each communicator whose ranks were
+// translated (counted as if every such communicator spanned the world).
+void report_footprint(std::vector<footprint::Part>& out) {
+  const Peers& p = peers();
+  const int64_t n = static_cast<int64_t>(p.facts.size());
+  const int64_t facts = static_cast<int64_t>(sizeof(PeerFacts));
+  const int64_t flags = p.read_by ? 3 * static_cast<int64_t>(sizeof(std::atomic<bool>)) : 0;
+  out.push_back({"peer facts", "world ranks", 0, n ? facts + flags : 0});
+  const int64_t maps = g_rank_maps.load(), entries = g_rank_map_entries.load();
+  const int64_t entry = static_cast<int64_t>(sizeof(int)), map = static_cast<int64_t>(sizeof(RankMap));
+  out.push_back({"rank maps", "world ranks x communicators", maps * map + (entries - maps * n) * entry, maps * entry});
+  std::lock_guard lock(g_no_ipc_mu);
+  out.push_back({"peers without IPC", "failed peers", static_cast<int64_t>(g_no_ipc.capacity() * sizeof(int)), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 }  // namespace
 
@@ -80,6 +102,7 @@ Status init_peers() {
   REAL(MPI_Allreduce)(MPI_IN_PLACE, &mine.node, 1, MPI_INT32_T, MPI_MIN, node);
   REAL(MPI_Comm_free)(&node);
   p.facts.resize(static_cast<size_t>(size));
+  footprint::set_world_ranks(size);
   p.read_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.read_gated_by = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   p.same_gpu = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
@@ -147,6 +170,8 @@ int world_rank_of(MPI_Comm comm, int rank) {
     REAL(MPI_Group_free)(&group);
     REAL(MPI_Group_free)(&world);
     REAL(MPI_Comm_set_attr)(comm, p.keyval, map);
+    g_rank_maps.fetch_add(1);
+    g_rank_map_entries.fetch_add(n);
   }
   if (rank >= static_cast<int>(map->world.size())) return -1;
   const int w = map->world[static_cast<size_t>(rank)];

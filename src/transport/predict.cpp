@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "base/footprint.hpp"
 #include "base/log.hpp"
 #include "runtime/config.hpp"
 #include "transport/descriptor.hpp"
@@ -57,6 +58,28 @@ State& state() {
   static auto* s = new State;
   return *s;
 }
+
+// The model's tables and the memo of method choices per shape class (bounded
+// by the classes: sizes x blocks x pitches, never by peers).
+void report_footprint(std::vector<footprint::Part>& out) {
+  auto& s = state();
+  std::shared_lock lock(s.mu);
+  const Model& m = s.model;
+  size_t doubles = 0;
+  for (const Curve* c : {&m.d2h, &m.h2d, &m.mpi, &m.ipc})
+    doubles += c->bytes.capacity() + c->seconds.capacity() + c->spread.capacity();
+  for (const Grid* g : {&m.pack_device, &m.unpack_device, &m.pack_device_wide, &m.unpack_device_wide,
+                        &m.pack_mapped, &m.unpack_mapped}) {
+    doubles += g->bytes.capacity() + g->blocks.capacity();
+    for (const auto* rows : {&g->seconds, &g->spread})
+      for (const auto& row : *rows) doubles += row.capacity();
+  }
+  const int64_t model = static_cast<int64_t>(doubles * sizeof(double));
+  const size_t node = sizeof(std::pair<const uint64_t, Method>) + 2 * sizeof(void*);
+  out.push_back({"performance model", "fixed", model, 0});
+  out.push_back({"method memo", "use", static_cast<int64_t>(s.memo.size() * node + s.memo.bucket_count() * sizeof(void*)), 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 // Quarter-octave classes of sizes: predictions differ by less than ~19%
 // within one, far less than between methods.

@@ -3,6 +3,7 @@
 #include <deque>
 #include <mutex>
 
+#include "base/footprint.hpp"
 #include "base/system_mpi.hpp"
 #include "transport/ledger.hpp"
 #include "transport/peers.hpp"
@@ -19,6 +20,15 @@ std::deque<Stashed> g_entries;  // in the order the probes took them
 bool matches(const Stashed& e, MPI_Comm comm, int source, int tag) {
   return e.comm == comm && (source == MPI_ANY_SOURCE || source == e.source) && (tag == MPI_ANY_TAG || tag == e.tag);
 }
+
+// Messages probes took before their receive: bounded by what the program probes.
+void report_footprint(std::vector<footprint::Part>& out) {
+  std::lock_guard lock(g_mu);
+  int64_t b = 0;
+  for (const auto& e : g_entries) b += static_cast<int64_t>(sizeof(Stashed) + e.raw.capacity());
+  out.push_back({"probe stash", "probed messages", b, 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 }  // namespace
 

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "base/footprint.hpp"
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "type/introspect.hpp"
@@ -127,6 +129,34 @@ PlanPtr build(MPI_Datatype t, uint64_t serial) {
   if (newly_watched) watch(t);
   return plan;
 }
+
+int64_t plan_bytes(const PackPlan& p) {
+  int64_t b = static_cast<int64_t>(sizeof(PackPlan) + sizeof(AttachmentSlots));
+  if (!p.is_strided()) {
+    const auto& ir = p.irregular();
+    b += static_cast<int64_t>(ir.pieces.capacity() * sizeof(Piece) + ir.strided.capacity() * sizeof(StridedPlan) +
+                              (ir.piece_start.capacity() + ir.word_blocks.capacity()) * sizeof(int64_t));
+  }
+  return b;
+}
+
+// Per type, never per rank: an entry per committed type (a hash node and its
+// bucket) and each built plan once, however many duplicates share it.
+void report_footprint(std::vector<footprint::Part>& out) {
+  auto& r = reg();
+  std::lock_guard lock(r.mu);
+  const int64_t node = static_cast<int64_t>(sizeof(std::pair<const MPI_Datatype, Entry>) + 2 * sizeof(void*));
+  int64_t plans = 0;
+  std::unordered_set<const PackPlan*> seen;
+  for (const auto& [t, e] : r.types)
+    if (e.plan && seen.insert(e.plan.get()).second) plans += plan_bytes(*e.plan);
+  out.push_back({"type entries", "types",
+                 static_cast<int64_t>(r.types.size()) * node +
+                     static_cast<int64_t>(r.types.bucket_count() * sizeof(void*)),
+                 0});
+  out.push_back({"type plans", "types", plans, 0});
+}
+[[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
 // Per-thread memo of the last lookups (plans already built), valid while the
 // generation is unchanged.
