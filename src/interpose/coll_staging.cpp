@@ -136,11 +136,19 @@ int pack_mixed(const Pieces& p, Staged& s, bool pack) {
   return MPI_SUCCESS;
 }
 
-// A committed contiguous type of `size` bytes (cached; the system MPI frees
-// it at MPI_Finalize).
+// Committed contiguous types of packed sizes, cached until MPI_Finalize.
+struct PackedTypes {
+  std::mutex mu;
+  std::unordered_map<int64_t, MPI_Datatype> types;
+};
+PackedTypes& packed_types() {
+  static auto* t = new PackedTypes;  // never destroyed: MPI calls may come from static destructors
+  return *t;
+}
+
+// A committed contiguous type of `size` bytes (cached).
 MPI_Datatype packed_type(int64_t size) {
-  static std::mutex mu;
-  static std::unordered_map<int64_t, MPI_Datatype> types;
+  auto& [mu, types] = packed_types();
   std::lock_guard lock(mu);
   auto it = types.find(size);
   if (it != types.end()) return it->second;
@@ -150,6 +158,19 @@ MPI_Datatype packed_type(int64_t size) {
   types.emplace(size, t);
   return t;
 }
+
+}  // namespace
+
+// Freed before the system MPI's MPI_Finalize, which reports types still
+// alive (MPICH: "yaksa: N leaked handle pool objects").
+void free_packed_types() {
+  auto& [mu, types] = packed_types();
+  std::lock_guard lock(mu);
+  for (auto& [size, t] : types) REAL(MPI_Type_free)(&t);
+  types.clear();
+}
+
+namespace {
 
 // Lays the pieces out in one staging buffer, packing those `pack` names.
 int stage(const Pieces& p, InPlace pack, Staged& s) {

@@ -158,6 +158,9 @@ bool prepare(StagedCall& c, InPlace in_place, int& rc);
 // After the system MPI's call returned `rc`: finishes `c` now (blocking,
 // `request` null) or when `request` completes (non-blocking). Shared by the
 // staged collectives and the reductions.
+// At MPI_Finalize: frees the cached contiguous types of packed sizes.
+void free_packed_types();
+
 int complete(std::shared_ptr<transport::Completion> c, MPI_Comm comm, MPI_Request* request, int rc);
 
 // Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`

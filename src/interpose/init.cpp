@@ -1,5 +1,6 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize.
 #include "base/log.hpp"
+#include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/gpu.hpp"
@@ -42,6 +43,7 @@ DTMPI_EXPORT int MPI_Finalize() {
   if (dtmpi::runtime::active()) {
     // transfers still in flight (sends the application no longer waits for)
     dtmpi::transport::ledger::drain();
+    dtmpi::interpose::free_packed_types();
     dtmpi::runtime::ipc_close_all();
     dtmpi::transport::finalize_peers();
     dtmpi::runtime::on_mpi_finalizing();

@@ -219,7 +219,13 @@ PlanPtr plan_for(MPI_Datatype t) {
 
 void share_plan(MPI_Datatype orig, MPI_Datatype dup) {
   Entry e;
-  if (!find_entry(orig, e)) return;
+  if (!find_entry(orig, e)) {
+    // a duplicate of a predefined type is a committed derived type (MPI-4.1
+    // sec. 5.1.10): its plan is built when used (else GPU buffers of it were
+    // refused with MPI_ERR_TYPE: test_gpu_pointer_kind, BufferAttribute)
+    if (is_predefined(orig)) insert(dup, Entry{}, Existing::kReplace);
+    return;
+  }
   // (a new handle: whatever entry it has is of a type that died unseen)
   if (!e.built) {
     insert(dup, Entry{}, Existing::kReplace);  // builds its own plan when used

@@ -13,7 +13,10 @@ gen=$src/src/interpose/fortran/generate.py
 failed=0
 python3 "$gen" --check || failed=1
 defined=$(nm -D --defined-only "$lib" | awk '{print $3}')
-c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | sort)
+# C only: MPI_Type_set_attr is interposed for dtmpi's buffer attribute, whose
+# keyval (dtmpi_buffer_keyval()) is a C API; Fortran programs' attributes
+# pass through Open MPI's own binding
+c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | grep -vx 'MPI_Type_set_attr' | sort)
 listed=$(python3 "$gen" --list | sed 's/^/MPI_/' | sort)
 if [ "$c_served" != "$listed" ]; then
   echo "FAIL: served.list and the C entry points differ (< C only, > list only):"
