@@ -10,6 +10,7 @@
 #include "runtime/stats.hpp"
 #include "transport/peers.hpp"
 #include "transport/predict.hpp"
+#include "transport/send_tail.hpp"
 #include "transport/transfer.hpp"
 
 namespace dtmpi::transport {
@@ -22,38 +23,7 @@ namespace {
 Error packing_failed(const Error& e) { return Error{MPI_ERR_OTHER, "packing a GPU send buffer failed: " + e.what}; }
 Error copy_failed(const Error& e) { return Error{MPI_ERR_OTHER, "device-to-host copy failed: " + e.what}; }
 
-// What remains of a send after the application's request completed.
-class SendTail final : public Operation {
- public:
-  ~SendTail() override {
-    for (auto m : markers) rt::release_marker(m);
-    rt::release_staging(staging);
-    rt::release_device_buffer(device);
-    rt::ipc_signal_release(ready);
-    rt::release_staging(descriptor_buf);
-  }
-  bool step() override;
-
-  Wire wire = Wire::kPipelined;
-  int32_t id = 0;
-  int peer_world = -1;
-  rt::Staging staging;       // packed bytes in host memory
-  rt::DeviceBuffer device;   // packed bytes on the GPU (IPC)
-  rt::IpcSignal ready;       // raised after the pack (IPC)
-  std::vector<rt::GpuMarker> markers;
-  std::vector<MPI_Request> reqs;  // chunk sends, payload send
-  int32_t ack = 0;
-  MPI_Request ack_req = MPI_REQUEST_NULL;
-  bool announced = false;  // the descriptor went out: the receiver may read `device` until its Ack
-  // the application's request (or blocking call) completes with this tail,
-  // at the receiver's answer: see finish_send
-  bool answers_request = false;
-  // send_in_place: the bytes the receiver reads where they lie (not ours to
-  // release), and the descriptor's buffer, kept until its request is done
-  const void* in_place = nullptr;
-  int in_place_device = -1;
-  rt::Staging descriptor_buf;
-};
+}  // namespace
 
 bool SendTail::step() {
   if (ack_req != MPI_REQUEST_NULL) {
@@ -97,6 +67,8 @@ bool SendTail::step() {
   REAL(MPI_Testall)(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
   return flag != 0;
 }
+
+namespace {
 
 // A send whose message is out while GPU work still reads the application's
 // buffer: done when that work is.
@@ -258,6 +230,8 @@ Status hand_to_tail(SendTail& tail, MPI_Request descriptor_request, rt::Staging 
   return ok_status();
 }
 
+}  // namespace
+
 // Posts the receive of the receiver's Ack and the descriptor (an IPC
 // transfer's announcement) without waiting; the ack receive is withdrawn if
 // the descriptor cannot be posted.
@@ -276,6 +250,8 @@ Status announce(SendTail& tail, const Descriptor& d, int dest, int tag, MPI_Comm
   }
   return posted;
 }
+
+namespace {
 
 // True when the descriptor may go out before the pack is queued (see
 // send_over_ipc): a standard-mode send (a synchronous descriptor waits for its
@@ -410,8 +386,6 @@ Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int des
 
 }  // namespace
 
-namespace {
-
 // A new transfer of `bytes` to world rank `dest_world` on the user's `tag`:
 // its tail, and its descriptor's common fields in `d`.
 std::unique_ptr<SendTail> begin_transfer(int64_t bytes, int dest_world, int tag, Descriptor& d) {
@@ -426,53 +400,6 @@ std::unique_ptr<SendTail> begin_transfer(int64_t bytes, int dest_world, int tag,
   return tail;
 }
 
-// In the host test mode, host memory is "sent in place" too: the descriptor
-// has no region, so the receiver asks for the bytes and the sender sends them
-// from where they lie -- the protocol, the requests and the fallback run in
-// CI without GPUs.
-bool in_place_possible(int64_t bytes, const rt::PointerInfo& info, int dest_world) {
-  const std::string& m = rt::config().method;
-  const bool host_test = rt::test_hooks().stage_host && !rt::on_gpu(info);
-  return (m == "auto" || m == "device") && bytes >= kInPlaceMin && bytes <= INT32_MAX && dest_world >= 0 &&
-         peers_ready() && descriptors_possible() &&
-         (host_test || (info.kind == rt::MemKind::kDevice && !mpi_takes_device_memory() && ipc_possible(dest_world)));
-}
-
-}  // namespace
-
-Result<bool> send_in_place(const void* pooled, int64_t offset, int64_t bytes, const rt::PointerInfo& info, int dest,
-                           int tag, MPI_Comm comm, MPI_Request* request) {
-  const int dest_world = world_rank_of(comm, dest);
-  if (!in_place_possible(bytes, info, dest_world)) return false;
-  Descriptor d;
-  d.wire = Wire::kIpc;  // with no region in the host test mode
-  if (rt::on_gpu(info)) {
-    auto exported = rt::ipc_export(pooled, true);  // cached per pool buffer
-    if (!exported) return false;
-    d.region = exported.value();
-    d.region.offset += offset;
-    // raised behind the work queued before it (the caller's batched pack; with
-    // DTMPI_GPU_ORDER=legacy the legacy default stream's work too)
-    auto raised = rt::ipc_signal_raise(info.device);
-    if (!raised) {
-      DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", raised.error().what.c_str());
-      return false;
-    }
-    d.ready = raised.value();
-  }
-  auto tail = begin_transfer(bytes, dest_world, tag, d);
-  tail->in_place = static_cast<const char*>(pooled) + offset;
-  tail->in_place_device = rt::on_gpu(info) ? info.device : -1;
-  tail->ready = d.ready;
-  MPI_Request r = MPI_REQUEST_NULL;
-  DTMPI_TRY(announce(*tail, d, dest, tag, comm, false, &r, tail->descriptor_buf));
-  tail->reqs.push_back(r);
-  rt::count(rt::Counter::kMultiSends);
-  rt::count(rt::Counter::kInPlaceSends);
-  DTMPI_TRACE("send: in place");
-  DTMPI_TRY(start_with_request(std::move(tail), request));
-  return true;
-}
 
 Status send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int tag, MPI_Comm comm, bool synchronous,
                   MPI_Request* request) {
