@@ -19,11 +19,13 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  runs pingpong, pack and halo --gpu with both builds, alternated
                  (a change that must not move the numbers)
   build | test | bench | pingpong | chunks | model | halo | trace | issue4 |
-  toggles | packasync | batchhang | sharedgpu | latency
+  toggles | packasync | batchhang | sharedgpu | latency |
+  mpi4py         MPI4PY_TESTS=<mpi4py's test/ folder>: its suite with CuPy arrays, 2 ranks,
+                 preloaded, next to the plain MPI with NumPy only (scripts/outsider-mpi4py.sh)
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -130,6 +132,11 @@ if [ "$what" = issue4 ]; then
   for f in "1024 KiB" "4096 KiB" "65536 KiB"; do
     mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn"
   done | tee "$out/gpu-pingpong-issue4.txt"
+fi
+
+if [ "$what" = mpi4py ]; then
+  step "mpi4py test suite: plain NumPy vs preloaded CuPy+NumPy (2 ranks)"
+  bash scripts/outsider-mpi4py.sh "$build" "${MPI4PY_TESTS:?MPI4PY_TESTS=<test dir>}" "$out"
 fi
 
 if [ "$what" = latency ]; then
