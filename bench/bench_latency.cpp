@@ -19,6 +19,11 @@
 #include <vector>
 
 #include "dtmpi/dtmpi.h"
+#include "interpose/p2p_route.hpp"
+#include "runtime/buffer_hint.hpp"
+#include "runtime/pointer_kind.hpp"
+#include "transport/engine.hpp"
+#include "transport/stash.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/host_ranges.hpp"
 #include "timing.hpp"
@@ -120,6 +125,51 @@ CallCosts call_costs(int me) {
   return c;
 }
 
+// What dtmpi does in front of the system MPI for an 8-byte host MPI_Send and
+// MPI_Recv, piece by piece, without the MPI call (ns per call, rank 0): where
+// the added latency goes.
+struct Piece {
+  const char* name;
+  double ns;
+};
+
+template <class F>
+double ns_per_call(F f) {
+  constexpr int kCalls = 1000000;
+  std::vector<double> r;
+  for (int round = 0; round < 5; ++round) {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < kCalls; ++i) f();
+    r.push_back((MPI_Wtime() - t0) / kCalls * 1e9);
+  }
+  std::sort(r.begin(), r.end());
+  return r[2];
+}
+
+std::vector<Piece> decision_pieces(char* buf) {
+  volatile int sink = 0;
+  std::vector<Piece> p;
+  p.push_back({"empty loop", ns_per_call([&] { sink = sink + 1; })});
+  p.push_back({"transport::poll", ns_per_call([&] { transport::poll(); sink = sink + 1; })});
+  p.push_back({"transport::stash_any", ns_per_call([&] { sink = sink + transport::stash_any(); })});
+  p.push_back({"type::find_plan", ns_per_call([&] { sink = sink + (type::find_plan(MPI_BYTE) != nullptr); })});
+  p.push_back({"type::size_fast", ns_per_call([&] { sink = sink + static_cast<int>(type::size_fast(MPI_BYTE).value()); })});
+  p.push_back({"runtime::provably_host", ns_per_call([&] { sink = sink + runtime::provably_host(buf); })});
+  p.push_back({"runtime::pointer_info", ns_per_call([&] { sink = sink + static_cast<int>(runtime::pointer_info(buf).kind); })});
+  p.push_back({"runtime::buffer_info", ns_per_call([&] {
+                 sink = sink + static_cast<int>(runtime::buffer_info(buf, MPI_BYTE).kind);
+               })});
+  p.push_back({"must_stage (MPI_Send's decision)", ns_per_call([&] {
+                 transport::UserBuffer b;
+                 sink = sink + interpose::must_stage(buf, 8, MPI_BYTE, b);
+               })});
+  p.push_back({"route_receive (MPI_Recv's decision)", ns_per_call([&] {
+                 interpose::RecvRoute r;
+                 sink = sink + interpose::route_receive(buf, 8, MPI_BYTE, r);
+               })});
+  return p;
+}
+
 }  // namespace
 
 int bench_latency(int argc, char** argv) {
@@ -146,7 +196,8 @@ int bench_latency(int argc, char** argv) {
     if (dtmpi_buffer_keyval() != MPI_KEYVAL_INVALID) {
       MPI_Type_dup(MPI_BYTE, &host_bytes);
       MPI_Type_commit(&host_bytes);
-      MPI_Type_set_attr(host_bytes, dtmpi_buffer_keyval(), DTMPI_BUFFER_HOST);
+      // the attribute is set only around this row's runs: while any type has
+      // it, every call looks its type up (the other rows are without it)
       rows.push_back({"mmap'd page, DTMPI_BUFFER_HOST", page, host_bytes, false, {}, {}});
     }
     rows.push_back({"stack, driver query per call", stack_buf, MPI_BYTE, true, {}, {}});
@@ -154,15 +205,19 @@ int bench_latency(int argc, char** argv) {
   pingpong(me, 2000, stack_buf, MPI_BYTE, PMPI_Send, PMPI_Recv);  // warm-up
   for (int r = 0; r < rounds; ++r)
     for (Row& row : rows) {
+      const bool hinted = row.type != MPI_BYTE;
+      if (hinted) MPI_Type_set_attr(row.type, dtmpi_buffer_keyval(), DTMPI_BUFFER_HOST);
       row.direct.push_back(pingpong(me, iters, row.buf, row.type, PMPI_Send, PMPI_Recv));
       row.via.push_back(row.old_classification ? pingpong(me, iters, row.buf, row.type, send_driver_query, recv_driver_query)
                                                : pingpong(me, iters, row.buf, row.type, MPI_Send, MPI_Recv));
+      if (hinted) MPI_Type_delete_attr(row.type, dtmpi_buffer_keyval());
     }
   // driver queries made by the stack rows' dtmpi ping-pongs (one timed run)
   const uint64_t q0 = runtime::driver_pointer_queries();
   pingpong(me, iters, stack_buf, MPI_BYTE, MPI_Send, MPI_Recv);
   const uint64_t stack_queries = runtime::driver_pointer_queries() - q0;
   const CallCosts costs = call_costs(me);
+  const std::vector<Piece> pieces = decision_pieces(stack_buf);
   if (me == 0) {
     std::printf("8-byte MPI_Send/MPI_Recv ping-pong, one-way latency (median of %d rounds x %d)\n", rounds, iters);
     std::printf("GPU classification: %s; host buffers proven by address ranges: %s\n",
@@ -177,6 +232,8 @@ int bench_latency(int argc, char** argv) {
     }
     std::printf("driver pointer queries: %llu in %d dtmpi ping-pong iterations on the stack buffer\n",
                 static_cast<unsigned long long>(stack_queries), iters);
+    std::printf("\ndtmpi's decision in front of the system MPI, stack buffer, no MPI call (rank 0, ns per call)\n");
+    for (const Piece& piece : pieces) std::printf("%-44s %10.1f ns\n", piece.name, piece.ns);
     std::printf("\nsystem MPI cost per call (rank 0, medians of %d rounds)\n", kCostRounds);
     std::printf("%-44s %10.1f ns\n", "PMPI_Isend of 232 B to rank 1", costs.isend * 1e9);
     std::printf("%-44s %10.1f ns\n", "PMPI_Test of a receive not yet matched", costs.test * 1e9);

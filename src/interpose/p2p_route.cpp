@@ -40,7 +40,9 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   // MPI_BOTTOM (a null address in every MPI) with a derived type: the
   // type's absolute displacements say where the data lives
   if (buf == nullptr && !known) return false;
-  if (rt::gpu_enabled()) b.info = rt::buffer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0), type);
+  // inlined: loads and compares for host memory the layout proves, whether
+  // or not GPUs are in use (issue 29)
+  b.info = rt::buffer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0), type);
   if (buf == nullptr && !rt::on_gpu(b.info)) return false;  // host data at MPI_BOTTOM: the system MPI's
   if (!rt::on_gpu(b.info)) {
     // host memory: derived types dtmpi packs better (or any, in the host test mode)
@@ -85,6 +87,15 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
   // type, MPI-4.1 sec. 3.3.1) in the copy it makes anyway, one copy fewer
   // (bench/results/halo-cpu-host-recv-2026-11-23.txt). The host test mode
   // always stages, to run the staged protocol without GPUs.
+  if (count > 0 && buf != nullptr) {
+    // the commonest receive first, with one cache lookup: a predefined type
+    // (known size, no plan) in host memory, below the size where a peer may
+    // send a descriptor: the system MPI's (issue 29)
+    const type::registry_detail::CacheEntry& e = type::registry_detail::cached_entry(type);
+    if (!e.plan && e.named_size >= 0 && int64_t{count} * e.named_size < multi_min &&
+        !rt::on_gpu(rt::buffer_info(buf, type)))
+      return false;
+  }
   if (must_stage(buf, count, type, r.buffer, receive_packing())) {
     r.staged = true;
     r.multi = r.buffer.bytes >= multi_min && transport::descriptors_possible();
@@ -93,15 +104,9 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
   if (r.buffer.refused) return false;  // GPU memory nobody can take: the caller refuses the call
   // a host buffer: it only needs us if a peer may send a descriptor into it
   if (!rt::active() || !transport::descriptors_possible() || count <= 0 || buf == nullptr) return false;
-  const type::PackPlan* known = type::find_plan(type);
-  int64_t size = 0;
-  if (known) {
-    size = known->size;
-  } else {
-    auto s = type::size_of(type);  // 64 bits: a large-count type may pass 2^31 bytes
-    if (!s) return false;
-    size = s.value();
-  }
+  auto s = type::size_fast(type);  // 64 bits: a large-count type may pass 2^31 bytes
+  if (!s) return false;
+  const int64_t size = s.value();
   if (int64_t{count} * size < multi_min || int64_t{count} * size > INT32_MAX) return false;
   r.buffer.ptr = buf;
   r.buffer.count = count;

@@ -8,6 +8,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "runtime/pointer_kind.hpp"
@@ -26,6 +27,13 @@ void drop_buffer_hint(MPI_Datatype type);
 // Where a buffer of `type` at `p` lives: the attribute's answer where the
 // type has one, else pointer_info(p). One relaxed load more than
 // pointer_info while no type has the attribute.
-PointerInfo buffer_info(const void* p, MPI_Datatype type);
+namespace buffer_hint_detail {
+extern std::atomic<size_t> g_hinted_types;  // types with the attribute now
+PointerInfo buffer_info_hinted(const void* p, MPI_Datatype type);
+}  // namespace buffer_hint_detail
+inline PointerInfo buffer_info(const void* p, MPI_Datatype type) {
+  if (buffer_hint_detail::g_hinted_types.load(std::memory_order_relaxed) == 0) return pointer_info(p);
+  return buffer_hint_detail::buffer_info_hinted(p, type);
+}
 
 }  // namespace dtmpi::runtime

@@ -10,19 +10,22 @@
 #include <cstring>
 
 namespace dtmpi::runtime {
+
+namespace host_ranges_detail {
+ProcessRanges g_process;
+std::atomic<bool> g_process_ready{false};
+__thread ThreadStack t_stack __attribute__((tls_model("initial-exec"))) = {0, 0, false};
+}  // namespace host_ranges_detail
+
 namespace {
 
-constexpr int kMaxSegments = 8;
+using host_ranges_detail::g_process;
+using host_ranges_detail::g_process_ready;
+using host_ranges_detail::kMaxSegments;
+using host_ranges_detail::ProcessRanges;
+using host_ranges_detail::t_stack;
+using host_ranges_detail::ThreadStack;
 
-struct ProcessRanges {
-  uintptr_t heap_lo = 0;
-  int segments = 0;
-  uintptr_t seg_lo[kMaxSegments] = {};
-  uintptr_t seg_hi[kMaxSegments] = {};
-};
-
-// The start of the brk heap: its mapping in /proc/self/maps, or, before the
-// first allocation there, the break itself (the heap grows up from it).
 uintptr_t learn_heap_start() {
   uintptr_t lo = 0;
   if (FILE* f = std::fopen("/proc/self/maps", "r")) {
@@ -40,7 +43,7 @@ uintptr_t learn_heap_start() {
 }
 
 const ProcessRanges& process_ranges() {
-  static const ProcessRanges ranges = [] {
+  static const bool learned = [] {
     ProcessRanges r;
     r.heap_lo = learn_heap_start();
     // the first object dl_iterate_phdr reports is the main program
@@ -61,25 +64,17 @@ const ProcessRanges& process_ranges() {
           return 1;  // the main program only: shared libraries can be unloaded
         },
         &r);
-    return r;
+    g_process = r;
+    g_process_ready.store(true, std::memory_order_release);
+    return true;
   }();
-  return ranges;
+  (void)learned;
+  return g_process;
 }
-
-// The calling thread's stack bounds, asked once per thread (for the main
-// thread glibc reads /proc/self/maps). Initial-exec TLS: libdtmpi is loaded at
-// start-up (preloaded or linked), and a load through __tls_get_addr would
-// cost a call on every classification.
-struct ThreadStack {
-  uintptr_t lo = 0, hi = 0;
-  bool asked = false;
-};
-__attribute__((tls_model("initial-exec"))) thread_local ThreadStack t_stack;
 
 const ThreadStack& thread_stack() {
   ThreadStack& s = t_stack;
   if (!s.asked) {
-    s.asked = true;
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
       void* addr = nullptr;
@@ -90,34 +85,29 @@ const ThreadStack& thread_stack() {
       }
       pthread_attr_destroy(&attr);
     }
+    s.asked = true;
   }
   return s;
 }
 
 }  // namespace
 
-bool provably_host(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  const ProcessRanges& r = process_ranges();
-  // brk heap: the break only moves under malloc's lock; a stale (lower) value
-  // read here only sends an address to the driver's query
-  if (a >= r.heap_lo && a < reinterpret_cast<uintptr_t>(sbrk(0))) return true;
-  // live stack: from this frame to the top is mapped stack of this thread;
-  // a frame outside the thread's bounds (coroutine, signal stack) proves nothing
-  const ThreadStack& s = thread_stack();
-  const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  if (frame >= s.lo && frame < s.hi && a >= frame && a < s.hi) return true;
-  for (int i = 0; i < r.segments; ++i)
-    if (a >= r.seg_lo[i] && a < r.seg_hi[i]) return true;
-  return false;
+uintptr_t program_break_by_call() { return reinterpret_cast<uintptr_t>(sbrk(0)); }
+
+namespace host_ranges_detail {
+bool provably_host_first(const void* p) {
+  (void)process_ranges();
+  (void)thread_stack();
+  return provably_host(p);
 }
+}  // namespace host_ranges_detail
 
 HostRanges host_ranges() {
   const ProcessRanges& r = process_ranges();
   const ThreadStack& s = thread_stack();
   HostRanges h;
   h.heap_lo = r.heap_lo;
-  h.heap_hi = reinterpret_cast<uintptr_t>(sbrk(0));
+  h.heap_hi = program_break();
   h.stack_lo = s.lo;
   h.stack_hi = s.hi;
   h.image_segments = r.segments;

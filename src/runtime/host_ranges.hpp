@@ -20,13 +20,77 @@
 // Host memory page-locked later with cudaHostRegister stays host memory to
 // MPI; that it is pinned is not seen here (pointer_info_exact sees it).
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 namespace dtmpi::runtime {
 
-// True if `p` lies in one of the regions above. Lock-free after the first
-// call, which learns the heap's start and the executable's segments once.
-bool provably_host(const void* p);
+namespace host_ranges_detail {
+constexpr int kMaxSegments = 8;
+// Learned once per process (ready once filled; read with loads only).
+struct ProcessRanges {
+  uintptr_t heap_lo = 0;
+  int segments = 0;
+  uintptr_t seg_lo[kMaxSegments] = {};
+  uintptr_t seg_hi[kMaxSegments] = {};
+};
+extern ProcessRanges g_process;
+extern std::atomic<bool> g_process_ready;
+// The calling thread's stack bounds, learned on its first call (__thread:
+// a plain TLS load, no C++ initialization wrapper on the hot path).
+struct ThreadStack {
+  uintptr_t lo, hi;
+  bool asked;
+};
+extern __thread ThreadStack t_stack __attribute__((tls_model("initial-exec")));
+bool provably_host_first(const void* p);  // learns what is missing, then answers
+// The stack pointer where this is inlined: every address from it up to the
+// stack's top is live stack of this thread, the caller's own locals included.
+inline uintptr_t stack_pointer() {
+  uintptr_t sp;
+#if defined(__x86_64__)
+  asm volatile("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+  asm volatile("mov %0, sp" : "=r"(sp));
+#else
+  volatile char here = 0;  // at or above the stack pointer: safe, maybe short
+  sp = reinterpret_cast<uintptr_t>(&here);
+#endif
+  return sp;
+}
+}  // namespace host_ranges_detail
+
+// glibc's current program break, the value sbrk(0) returns, read without the
+// call (weak: with another C library it is null and sbrk(0) answers)
+extern "C" void* __curbrk __attribute__((weak));
+uintptr_t program_break_by_call();
+inline uintptr_t program_break() {
+  if (&__curbrk != nullptr) return reinterpret_cast<uintptr_t>(__atomic_load_n(&__curbrk, __ATOMIC_RELAXED));
+  return program_break_by_call();
+}
+
+// True if `p` lies in one of the regions above. Loads and compares, inlined
+// into the callers (issue 29: every host MPI call asks), after the first call
+// of the process and of each thread, which learn the heap's start, the
+// executable's segments and the thread's stack.
+inline bool provably_host(const void* p) {
+  namespace d = host_ranges_detail;
+  const d::ThreadStack& s = d::t_stack;
+  if (!s.asked || !d::g_process_ready.load(std::memory_order_acquire)) return d::provably_host_first(p);
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  // live stack first (the commonest small buffer): from the stack pointer to
+  // the top is mapped stack of this thread; a stack pointer outside the
+  // thread's bounds (coroutine, signal stack) proves nothing
+  const uintptr_t sp = host_ranges_detail::stack_pointer();
+  if (a >= sp && a < s.hi && sp >= s.lo) return true;
+  // brk heap: the break only moves under malloc's lock; a stale (lower) value
+  // read here only sends an address to the driver's query
+  const d::ProcessRanges& r = d::g_process;
+  if (a >= r.heap_lo && a < program_break()) return true;
+  for (int i = 0; i < r.segments; ++i)
+    if (a >= r.seg_lo[i] && a < r.seg_hi[i]) return true;
+  return false;
+}
 
 // What provably_host knows, for tests and dtmpi-info.
 struct HostRanges {

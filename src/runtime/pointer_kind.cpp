@@ -63,11 +63,17 @@ PointerInfo query_runtime(const void* p) {
 
 uint64_t driver_pointer_queries() { return g_driver_queries.load(std::memory_order_relaxed); }
 
-PointerInfo pointer_info(const void* p) {
-  if (p == nullptr || !gpu_enabled()) return PointerInfo{};
+namespace pointer_kind_detail {
+std::atomic<int> g_classify{-1};
+
+PointerInfo pointer_info_slow(const void* p) {
+  const bool on = gpu_enabled();  // decided once per process (runtime/gpu.cpp)
+  g_classify.store(on ? 1 : 0, std::memory_order_relaxed);
+  if (p == nullptr || !on) return PointerInfo{};
   if (provably_host(p)) return PointerInfo{};
   return pointer_info_exact(p);
 }
+}  // namespace pointer_kind_detail
 
 PointerInfo pointer_info_exact(const void* p) {
   if (p == nullptr || !gpu_enabled()) return PointerInfo{};

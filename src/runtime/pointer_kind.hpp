@@ -3,7 +3,10 @@
 // host memory. src/runtime/pointer_kind.cpp (CUDA builds) and
 // pointer_kind_nocuda.cpp.
 #pragma once
+#include <atomic>
 #include <cstdint>
+
+#include "runtime/host_ranges.hpp"
 
 namespace dtmpi::runtime {
 
@@ -27,7 +30,19 @@ inline bool on_gpu(const PointerInfo& p) {
 // is asked of the driver once per call (pinned host memory then kPinnedHost),
 // its CUDA allocations remembered as address ranges validated by the
 // driver's buffer id. Never wrong about GPU vs host.
-PointerInfo pointer_info(const void* p);
+namespace pointer_kind_detail {
+// 1: GPUs in use (classify), 0: not (every pointer is host), -1: not known
+// yet (the first call learns it)
+extern std::atomic<int> g_classify;
+PointerInfo pointer_info_slow(const void* p);
+}  // namespace pointer_kind_detail
+// Inlined: on host memory the process's layout proves, loads and compares only.
+inline PointerInfo pointer_info(const void* p) {
+  const int classify = pointer_kind_detail::g_classify.load(std::memory_order_relaxed);
+  if (p == nullptr || classify == 0) return PointerInfo{};
+  if (classify == 1 && provably_host(p)) return PointerInfo{};
+  return pointer_kind_detail::pointer_info_slow(p);
+}
 // The driver's full answer, pinned registrations included: for a host buffer
 // whose pinning decides how a GPU copies into or out of it (MPI_Pack of
 // device data into a user's host buffer).

@@ -42,7 +42,6 @@ struct Registry {
   // lookup or update, lookups come only on thread-cache misses, and every
   // commit and free takes it, where pthread's rwlock cost 4 times as much.
   std::mutex mu;
-  std::atomic<uint64_t> generation{1};  // bumped by every insertion or removal of an entry
   std::unordered_map<MPI_Datatype, Entry> types;
   uint64_t serials = 0;
   int keyval = MPI_KEYVAL_INVALID;
@@ -85,7 +84,7 @@ void insert(MPI_Datatype t, Entry e, Existing existing) {
     if (existing == Existing::kKeep) return;
     it->second = std::move(e);
   }
-  r.generation.fetch_add(1, std::memory_order_release);
+  registry_detail::g_generation.fetch_add(1, std::memory_order_release);
 }
 
 // The entry of `t` (a copy), or false.
@@ -158,21 +157,33 @@ void report_footprint(std::vector<footprint::Part>& out) {
 }
 [[maybe_unused]] const bool g_footprint_registered = footprint::add_source(report_footprint);
 
-// Per-thread memo of the last lookups (plans already built), valid while the
-// generation is unchanged.
-struct ThreadCache {
-  static constexpr int kWays = 4;
-  struct Entry {
-    MPI_Datatype type{};
-    uint64_t generation = 0;
-    PlanPtr plan;
-  } entries[kWays];
-  int next = 0;
+// The references behind the per-thread memo (registry.hpp: registry_detail),
+// touched on misses only: the memo itself is plain data, read inline.
+struct ThreadPlanRefs {
+  PlanPtr plans[registry_detail::ThreadCache::kWays];
 };
-// initial-exec: no __tls_get_addr call on the hot path (libdtmpi is loaded at start)
-__attribute__((tls_model("initial-exec"))) thread_local ThreadCache t_cache;
+thread_local ThreadPlanRefs t_plan_refs;
 
 }  // namespace
+
+namespace registry_detail {
+std::atomic<uint64_t> g_generation{1};
+__thread ThreadCache t_cache __attribute__((tls_model("initial-exec"))) = {};
+
+CacheEntry& cached_entry_miss(MPI_Datatype t, uint64_t gen) {
+  ThreadCache& c = t_cache;
+  const int way = c.next;
+  c.next = (c.next + 1) % ThreadCache::kWays;
+  CacheEntry& e = c.entries[way];
+  PlanPtr& ref = t_plan_refs.plans[way];
+  ref = find_plan_shared(t);
+  e.plan = ref.get();
+  e.type = t;
+  e.generation = gen;
+  e.named_size = -2;
+  return e;
+}
+}  // namespace registry_detail
 
 void note_commit(MPI_Datatype t) {
   // committing a committed type again changes nothing: its entry stays (an
@@ -191,17 +202,19 @@ PlanPtr find_plan_shared(MPI_Datatype t) {
   return e.built ? e.plan : build(t, e.serial);
 }
 
-const PackPlan* find_plan(MPI_Datatype t) {
-  const uint64_t gen = reg().generation.load(std::memory_order_acquire);
-  auto& c = t_cache;
-  for (auto& e : c.entries)
-    if (e.generation == gen && e.type == t) return e.plan.get();
-  auto& e = c.entries[c.next];
-  c.next = (c.next + 1) % ThreadCache::kWays;
-  e.plan = find_plan_shared(t);
-  e.type = t;
-  e.generation = gen;
-  return e.plan.get();
+Result<int64_t> size_fast_slow(MPI_Datatype t) {
+  registry_detail::CacheEntry& e = registry_detail::cached_entry(t);
+  if (e.plan) return e.plan->size;
+  if (e.named_size == -2) {
+    e.named_size = -1;
+    if (is_predefined(t)) {
+      auto s = size_of(t);
+      if (!s) return s;
+      e.named_size = s.value();
+    }
+  }
+  if (e.named_size >= 0) return e.named_size;
+  return size_of(t);
 }
 
 PlanPtr plan_for(MPI_Datatype t) {
@@ -238,14 +251,14 @@ void share_plan(MPI_Datatype orig, MPI_Datatype dup) {
 void forget_plan(MPI_Datatype t) {
   auto& r = reg();
   std::lock_guard lock(r.mu);
-  if (r.types.erase(t)) r.generation.fetch_add(1, std::memory_order_release);
+  if (r.types.erase(t)) registry_detail::g_generation.fetch_add(1, std::memory_order_release);
 }
 
 void forget_all_plans() {
   auto& r = reg();
   std::lock_guard lock(r.mu);
   r.types.clear();
-  r.generation.fetch_add(1, std::memory_order_release);
+  registry_detail::g_generation.fetch_add(1, std::memory_order_release);
 }
 
 size_t cached_plan_count() {

@@ -5,6 +5,7 @@
 // callback, so types freed through paths we do not interpose (Fortran
 // bindings, MPI_Finalize) never leave a stale plan behind a reused handle.
 #pragma once
+#include <atomic>
 #include <mpi.h>
 
 #include <cstdint>
@@ -27,7 +28,44 @@ PlanPtr commit_plan(MPI_Datatype t);
 // valid for the calling thread until its next lookup (a thread-local cache
 // holds a reference). The hot-path cost is a thread-local compare and one load
 // of a generation counter.
-const PackPlan* find_plan(MPI_Datatype t);
+namespace registry_detail {
+// Per-thread memo of the last lookups, valid while the generation (bumped by
+// every insertion or removal of an entry) is unchanged. Plain data read
+// inline; the references that keep the plans alive are kept apart.
+struct CacheEntry {
+  MPI_Datatype type;
+  uint64_t generation;  // 0: empty (the generation starts at 1)
+  const PackPlan* plan;
+  int64_t named_size;   // size of a predefined type; -1 derived, -2 not asked yet
+};
+struct ThreadCache {
+  static constexpr int kWays = 4;
+  CacheEntry entries[kWays];
+  int next;
+};
+extern __thread ThreadCache t_cache __attribute__((tls_model("initial-exec")));
+extern std::atomic<uint64_t> g_generation;
+CacheEntry& cached_entry_miss(MPI_Datatype t, uint64_t gen);
+inline CacheEntry& cached_entry(MPI_Datatype t) {
+  const uint64_t gen = g_generation.load(std::memory_order_acquire);
+  ThreadCache& c = t_cache;
+  for (auto& e : c.entries)
+    if (e.generation == gen && e.type == t) return e;
+  return cached_entry_miss(t, gen);
+}
+}  // namespace registry_detail
+inline const PackPlan* find_plan(MPI_Datatype t) { return registry_detail::cached_entry(t).plan; }
+// The size in bytes of one element of `t`, as MPI_Type_size_x says: from the
+// plan or, for predefined types, remembered in the same thread-local cache
+// (a host receive's decision asks it on every call: issue 29); other types
+// are asked of MPI each time.
+Result<int64_t> size_fast_slow(MPI_Datatype t);
+inline Result<int64_t> size_fast(MPI_Datatype t) {
+  const registry_detail::CacheEntry& e = registry_detail::cached_entry(t);
+  if (e.plan) return e.plan->size;
+  if (e.named_size >= 0) return e.named_size;
+  return size_fast_slow(t);
+}
 // The plan as a reference the caller can keep (for asynchronous work).
 PlanPtr find_plan_shared(MPI_Datatype t);
 // find_plan_shared, and for predefined types (never committed, never freed) a
