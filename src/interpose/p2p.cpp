@@ -17,6 +17,7 @@
 namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;
 using dtmpi::interpose::must_stage;
+using dtmpi::interpose::plain_host;
 using dtmpi::interpose::raise;
 using dtmpi::interpose::result;
 using dtmpi::interpose::refuse;
@@ -43,6 +44,7 @@ int receive_routed(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_S
                         MPI_Comm comm) {                                                               \
     DTMPI_TRACE(#NAME ": entry");                                                                      \
     tp::poll();                                                                                        \
+    if (plain_host(buf, count, datatype, INT64_MAX)) return REAL(NAME)(buf, count, datatype, dest, tag, comm); \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, nullptr);    \
     if (b.refused) return refuse(comm, b);                                                             \
@@ -54,6 +56,8 @@ int receive_routed(const RecvRoute& r, int source, int tag, MPI_Comm comm, MPI_S
     DTMPI_TRACE(#NAME ": entry");                                                                      \
     tp::poll();                                                                                        \
     DTMPI_TRACE(#NAME ": polled");                                                                     \
+    if (plain_host(buf, count, datatype, INT64_MAX))                                                   \
+      return REAL(NAME)(buf, count, datatype, dest, tag, comm, request);                               \
     tp::UserBuffer b;                                                                                  \
     if (must_stage(buf, count, datatype, b)) return send_staged(MODE, b, dest, tag, comm, request);    \
     if (b.refused) return refuse(comm, b);                                                             \

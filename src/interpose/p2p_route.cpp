@@ -44,6 +44,11 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   // or not GPUs are in use (issue 29)
   b.info = rt::buffer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0), type);
   if (buf == nullptr && !rt::on_gpu(b.info)) return false;  // host data at MPI_BOTTOM: the system MPI's
+  if (!known && !rt::on_gpu(b.info)) {
+    // a predefined type's size, learned once: plain_host decides next time
+    if (type::registry_detail::cached_entry(type).named_size == -2) (void)type::size_fast_slow(type);
+    return false;
+  }
   if (!rt::on_gpu(b.info)) {
     // host memory: derived types dtmpi packs better (or any, in the host test mode)
     const bool better = host == HostPacking::kWhereBetter && known && host_packs_better(*known, count);
@@ -87,15 +92,7 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
   // type, MPI-4.1 sec. 3.3.1) in the copy it makes anyway, one copy fewer
   // (bench/results/halo-cpu-host-recv-2026-11-23.txt). The host test mode
   // always stages, to run the staged protocol without GPUs.
-  if (count > 0 && buf != nullptr) {
-    // the commonest receive first, with one cache lookup: a predefined type
-    // (known size, no plan) in host memory, below the size where a peer may
-    // send a descriptor: the system MPI's (issue 29)
-    const type::registry_detail::CacheEntry& e = type::registry_detail::cached_entry(type);
-    if (!e.plan && e.named_size >= 0 && int64_t{count} * e.named_size < multi_min &&
-        !rt::on_gpu(rt::buffer_info(buf, type)))
-      return false;
-  }
+  if (plain_host(buf, count, type, multi_min)) return false;  // below any descriptor's size
   if (must_stage(buf, count, type, r.buffer, receive_packing())) {
     r.staged = true;
     r.multi = r.buffer.bytes >= multi_min && transport::descriptors_possible();

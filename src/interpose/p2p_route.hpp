@@ -4,6 +4,8 @@
 #include <mpi.h>
 
 #include "base/result.hpp"
+#include "runtime/buffer_hint.hpp"
+#include "type/registry.hpp"
 #include "transport/p2p.hpp"
 #include "transport/stash.hpp"
 #include "transport/transfer.hpp"
@@ -29,6 +31,17 @@ bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
 // sides of collectives): kNever where the system MPI unpacks the senders'
 // packed bytes with the receiver's own datatype (runtime::host_receive_direct).
 HostPacking receive_packing();
+
+// The commonest call, decided inline with one cache lookup: a predefined type
+// (no plan; its size known to this thread's cache) on host memory, of fewer
+// than `max_bytes` bytes: the system MPI takes it as it is. False means "ask
+// must_stage / route_receive", never "stage" (issue 29: a host ping-pong pays
+// a few loads, with or without GPUs).
+inline bool plain_host(const void* buf, int count, MPI_Datatype type, int64_t max_bytes) {
+  const type::registry_detail::CacheEntry& e = type::registry_detail::cached_entry(type);
+  if (e.plan || e.named_size < 0) return false;  // derived, or a size not learned yet
+  return int64_t{count} * e.named_size < max_bytes && !runtime::on_gpu(runtime::buffer_info(buf, type));
+}
 
 using transport::RecvRoute;
 // False: a plain receive the system MPI handles alone. Receives of
