@@ -80,6 +80,7 @@ DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
   tp::poll();
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, datatype, comm, *e, status, nullptr);
+  if (plain_host(buf, count, datatype, tp::kMultiMin)) return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
   RecvRoute r;
   if (!route_receive(buf, count, datatype, r)) {
     if (r.buffer.refused) return refuse(comm, r.buffer);
@@ -97,6 +98,7 @@ int irecv_from(int64_t multi_min, void* buf, int count, MPI_Datatype datatype, i
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag))
       return recv_stashed(buf, count, datatype, comm, *e, MPI_STATUS_IGNORE, request);
+  if (plain_host(buf, count, datatype, multi_min)) return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
   RecvRoute r;
   if (!route_receive(buf, count, datatype, r, multi_min)) {
     if (r.buffer.refused) return refuse(comm, r.buffer);
