@@ -23,7 +23,7 @@ namespace sc = dtmpi::scope;
 namespace {
 
 const std::vector<dtmpi::tools::Option> kOptions = {
-    {"--quick", nullptr, "powers of 4 from 1 B to 1 GiB, 3 repetitions of at least 5 ms each (default: every power "
+    {"--quick", nullptr, "powers of 4 from 1 B to 1 GiB, 3 repetitions of at least 2 ms each (default: every power "
                          "of 2, 5 repetitions of at least 20 ms)"},
     {"--max-bytes", "B", "largest transfer (K, M, G suffixes; default 1G)"},
     {"--gpu", "N", "the GPU of the host<->device rows (default 0)"},
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (!given("--benchmark_repetitions")) extra.push_back(o.quick ? "--benchmark_repetitions=3" : "--benchmark_repetitions=5");
-  if (!given("--benchmark_min_time")) extra.push_back(o.quick ? "--benchmark_min_time=0.005" : "--benchmark_min_time=0.02");
+  if (!given("--benchmark_min_time")) extra.push_back(o.quick ? "--benchmark_min_time=0.002" : "--benchmark_min_time=0.02");
   std::string json_path = out_dir + "/scope.json";
   if (!given("--benchmark_out=")) {
     extra.push_back("--benchmark_out=" + json_path);

@@ -27,6 +27,23 @@ double seconds_of(const benchmark::BenchmarkReporter::Run& r) {
   return r.GetAdjustedRealTime() * unit_seconds(r.time_unit);
 }
 
+// Google Benchmark 1.8 renamed a run's error (SkipWithError) to `skipped` /
+// `skip_message`; the suite builds against 1.7 (Debian) and 1.8 (Ubuntu 24.04).
+template <class R>
+bool run_failed(const R& r) {
+  if constexpr (requires { r.error_occurred; })
+    return r.error_occurred;
+  else
+    return static_cast<int>(r.skipped) != 0;
+}
+template <class R>
+std::string run_message(const R& r) {
+  if constexpr (requires { r.error_message; })
+    return r.error_message;
+  else
+    return r.skip_message;
+}
+
 double counter(const benchmark::BenchmarkReporter::Run& r, const char* name) {
   auto it = r.counters.find(name);
   return it == r.counters.end() ? 0 : it->second.value;
@@ -138,8 +155,8 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
   }
   r.name = runs[0].run_name.str();
   for (const auto& x : runs)
-    if (x.error_occurred) {
-      r.error = x.error_message;
+    if (run_failed(x)) {
+      r.error = run_message(x);
       pending_.erase(r.name);
       finish(std::move(r));
       return;
