@@ -36,7 +36,7 @@ struct Machine {
   std::string no_peer;         // why the peer rows are skipped
   bool managed_ok = false;     // concurrent managed access (demand migration, prefetch)
   std::string no_managed;
-  int numa_nodes = 1;          // NUMA nodes with memory (libnuma)
+  int numa_nodes = 1;          // NUMA nodes with memory (libnuma; numa().ids names them)
   std::string no_numa;         // why the NUMA rows are skipped
   int gpu_numa_node = -1;      // the node nearest the GPU, -1 unknown
   // nominal link figures, GB/s per direction (0: unknown), and how they were found
@@ -108,6 +108,7 @@ inline constexpr size_t kFlushMax = size_t{256} << 20;
 struct Numa {
   bool ok = false;
   int nodes = 1;
+  std::vector<int> ids;  // the nodes with memory (not always 0..nodes-1)
   void* (*alloc_onnode)(size_t, int) = nullptr;
   void (*free)(void*, size_t) = nullptr;
   int (*run_on_node)(int) = nullptr;

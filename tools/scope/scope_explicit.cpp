@@ -239,7 +239,7 @@ void register_explicit_rows() {
   for (Mem mem : {Mem::kPageable, Mem::kPinned}) {
     host_device_rows(mem, -1, skip);
     if (machine().numa_nodes > 1 && skip.empty()) {
-      for (int node = 0; node < machine().numa_nodes; ++node) host_device_rows(mem, node, skip);
+      for (int node : numa().ids) host_device_rows(mem, node, skip);
     } else {
       add({.name = std::string(mem_name(mem)) + "/h2d/nodeN-" + place(options().gpu),
            .skip = skip.empty() ? machine().no_numa : skip});

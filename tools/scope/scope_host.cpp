@@ -57,9 +57,10 @@ const Numa& numa() {
     r.nodes = 0;
     for (int node = 0; node <= max_node(); ++node) {
       long long free_bytes = 0;
-      if (node_size(node, &free_bytes) > 0) ++r.nodes;  // nodes with memory (not CPU-less or GPU-only ones)
+      if (node_size(node, &free_bytes) > 0) r.ids.push_back(node);  // nodes with memory
     }
-    if (r.nodes < 1) r.nodes = 1;
+    r.nodes = r.ids.empty() ? 1 : static_cast<int>(r.ids.size());
+    if (r.ids.empty()) r.ids.push_back(0);
     return r;
   }();
   return n;
@@ -173,8 +174,9 @@ void register_host_rows() {
   add({.name = "host/memcpy/local", .body = [](benchmark::State& s, int64_t b) -> Status { return host_memcpy(s, b, -1, -1); },
        .timing = Timing::kReal, .sizes = sizes});
   if (numa().ok && numa().nodes > 1) {
-    add({.name = "host/memcpy/node0-node1",
-         .body = [](benchmark::State& s, int64_t b) -> Status { return host_memcpy(s, b, 0, 1); },
+    const int a = numa().ids[0], b = numa().ids[1];
+    add({.name = "host/memcpy/node" + std::to_string(a) + "-node" + std::to_string(b),
+         .body = [a, b](benchmark::State& s, int64_t n) -> Status { return host_memcpy(s, n, a, b); },
          .timing = Timing::kReal, .sizes = sizes});
   } else {
     add({.name = "host/memcpy/node0-node1", .skip = machine().no_numa});

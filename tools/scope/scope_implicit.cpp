@@ -99,6 +99,7 @@ Status managed_one(benchmark::State& st, int64_t bytes, const std::string& row, 
   const size_t n = static_cast<size_t>(bytes);
   SCOPE_BUF(m, Mem::kManaged, -1, 0);
   const uint32_t seed = seed_of(row, bytes);
+  DTMPI_TRY(place_managed(m, n, cudaCpuDeviceId));  // by DMA: the CPU writing pages on a GPU would fault them back
   fill_host(m, n, seed);
   auto prepare = [&] { return place_managed(m, n, from); };
   if (to == cudaCpuDeviceId && how == How::kDemand) {  // the CPU's page faults: synchronous, wall clock
@@ -124,6 +125,8 @@ Status managed_both(benchmark::State& st, int64_t bytes, const std::string& row,
   SCOPE_BUF(m0, Mem::kManaged, -1, 0);
   SCOPE_BUF(m1, Mem::kManaged, -1, 1);
   const uint32_t seed0 = seed_of(row, bytes), seed1 = seed0 ^ 0x5bd1e995u;
+  DTMPI_TRY(place_managed(m0, n, cudaCpuDeviceId));
+  DTMPI_TRY(place_managed(m1, n, cudaCpuDeviceId));
   fill_host(m0, n, seed0);
   fill_host(m1, n, seed1);
   auto prepare = [&]() -> Status {
