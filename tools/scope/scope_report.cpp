@@ -44,9 +44,9 @@ std::string run_message(const R& r) {
     return r.skip_message;
 }
 
-double counter(const benchmark::BenchmarkReporter::Run& r, const char* name) {
+double counter(const benchmark::BenchmarkReporter::Run& r, const char* name, double none = 0) {
   auto it = r.counters.find(name);
-  return it == r.counters.end() ? 0 : it->second.value;
+  return it == r.counters.end() ? none : it->second.value;
 }
 
 // Splits a full name into the row and its argument / threads.
@@ -138,6 +138,8 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
         r.median_s = s;
         r.gbps = counter(a, "bytes_per_second") / 1e9;
         r.items_per_s = counter(a, "items_per_second");
+        r.skew = counter(a, "skew", -1);
+        r.restarts = counter(a, "restarts");
         r.reps = static_cast<int>(a.repetitions);
       } else if (a.aggregate_name == "min") {
         r.min_s = s;
@@ -165,6 +167,8 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
   r.median_s = r.min_s = r.max_s = seconds_of(one);
   r.gbps = r.gbps_min = r.gbps_max = counter(one, "bytes_per_second") / 1e9;
   r.items_per_s = counter(one, "items_per_second");
+  r.skew = counter(one, "skew", -1);
+  r.restarts = counter(one, "restarts");
   r.reps = static_cast<int>(runs.size());
   if (one.repetitions > 1) {
     // the aggregates follow in another call; the spread of these repetitions meanwhile
@@ -226,7 +230,13 @@ std::string summary_line(const Result& r) {
   }
   std::snprintf(buf, sizeof buf, "%-44s %-10s %10s  %-38s spread %5.1f%%  %d rep%s", r.row.c_str(), arg.c_str(),
                 time_text(r.median_s).c_str(), rate.c_str(), 100 * r.spread, r.reps, r.reps == 1 ? "" : "s");
-  return buf;
+  std::string line = buf;
+  if (r.skew >= 0) {
+    std::snprintf(buf, sizeof buf, "  skew %.1f%%", 100 * r.skew);
+    line += buf;
+  }
+  if (r.restarts > 0) line += "  busy-wait restarts " + std::to_string(static_cast<long>(r.restarts));
+  return line;
 }
 
 }  // namespace dtmpi::scope

@@ -24,6 +24,8 @@ struct Result {
   double median_s = 0, min_s = 0, max_s = 0, spread = 0;  // per iteration
   double gbps = 0, gbps_min = 0, gbps_max = 0;            // bandwidth (1e9 B/s), transfer rows
   double items_per_s = 0;                                 // call rate, threaded rows
+  double skew = -1;      // bidirectional rows on one GPU: |t1 - t2| / the longer (median), -1 none
+  double restarts = 0;   // bidirectional rows: busy-waits lengthened (median per repetition)
   std::string error;     // "skipped: ..." or "error: ..."
   bool failed() const { return error.rfind("error:", 0) == 0; }
   bool skipped() const { return error.rfind("skipped:", 0) == 0; }
