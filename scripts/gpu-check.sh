@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang|sharedgpu] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang|sharedgpu|scope] [--quick]
 # `start` is a session's first call (under 10 minutes on a fresh machine):
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
@@ -22,10 +22,16 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
   toggles | packasync | batchhang | sharedgpu | latency |
   mpi4py         MPI4PY_TESTS=<mpi4py's test/ folder>: its suite with CuPy arrays, 2 ranks,
                  preloaded, next to the plain MPI with NumPy only (scripts/outsider-mpi4py.sh)
+  scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
+                 in its quick form (1 B-1 GiB in powers of 4, 3 repetitions; under 4 minutes on one
+                 H100): JSON, summary and figures into $OUT/scope/, the tables printed (bandwidth
+                 next to the nominal figures, the method next to cudaMemcpy + wall clock); then
+                 dtmpi-measure --quick takes its copy terms from those results and dtmpi-bench
+                 model --quick checks the model's choices (SCOPE_ARGS: more dtmpi-scope options)
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -125,6 +131,36 @@ if [ "$what" = sharedgpu ]; then
   step "dtmpi-probe-shared-gpu, both ranks on GPU 0 (twice)"
   for r in 1 2; do CUDA_VISIBLE_DEVICES=0 timeout 120 mpiexec -n 2 $build/bench/dtmpi-probe-shared-gpu; done \
     | tee "$out/probe-shared-gpu.txt"
+fi
+
+if [ "$what" = scope ]; then
+  # issue 24: the suite, then the model from its results (builds only what it runs)
+  [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
+  step "build dtmpi-scope, dtmpi-measure, dtmpi-bench ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
+  cmake --build $build -j "$(nproc)" --target dtmpi-scope dtmpi-measure dtmpi-bench > "$out/build-scope.log" 2>&1 \
+    || { grep -E "error|Google Benchmark" -A5 "$out/build-scope.log" | head -40; tail -5 "$out/build-scope.log"; exit 1; }
+  echo "built"
+  mkdir -p "$out/scope"
+  export DTMPI_CACHE_DIR="$out/model-cache"
+  step "dtmpi-scope --quick ${SCOPE_ARGS:-} (one line per benchmark: $out/scope/run.txt)"
+  t0=$(date +%s)
+  timeout 480 mpiexec -n 1 $build/tools/dtmpi-scope --quick --out "$out/scope" ${SCOPE_ARGS:-} > "$out/scope/run.txt" \
+    2> >(tee "$out/scope/progress.txt" | grep -E "benchmarks|rror" >&2)
+  rc=$?
+  echo "dtmpi-scope exit $rc after $(( $(date +%s) - t0 )) s"
+  sed -n '/^nominal figures\|^no GPU/,$p' "$out/scope/run.txt"
+  for py in python3 /usr/bin/python3; do
+    if $py -c "import matplotlib" 2>/dev/null; then $py scripts/plot_scope.py "$out/scope/scope.json" "$out/scope/scope"; break; fi
+  done
+  step "dtmpi-measure --quick: the copy terms from dtmpi-scope's results, the rest measured"
+  mpiexec -n 2 $build/tools/dtmpi-measure --quick 2>&1 | tr '\r' '\n' | grep -v "s left" | tee "$out/scope/dtmpi-measure.txt" \
+    | grep -E "dtmpi-scope|wrote|points"
+  cp "$DTMPI_CACHE_DIR"/model-*.json "$DTMPI_CACHE_DIR"/model-*.decisions.csv "$out/scope/" 2>/dev/null
+  step "dtmpi-bench model --quick: the model's choices (auto vs every forced method)"
+  timeout 300 mpiexec -n 2 $build/bench/dtmpi-bench model --quick --csv "$out/scope/gpu-model.csv" \
+    > "$out/scope/gpu-model.txt" 2>&1
+  echo "exit $?"; grep -E "^model:|cases:|decision cost" "$out/scope/gpu-model.txt"
 fi
 
 if [ "$what" = issue4 ]; then

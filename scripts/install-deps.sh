@@ -10,8 +10,9 @@ usage: scripts/install-deps.sh
 
 Installs, with apt-get (as root, or through sudo), the Debian packages dtmpi needs
 to build, test, run its demo and plot its results: compilers, CMake, Ninja,
-GoogleTest, Open MPI, MPICH, METIS, gfortran (the Fortran launch test), Debian's
-python3 with matplotlib (scripts/plot_*.py) and mpi4py (the Python launch test).
+GoogleTest, Google Benchmark (dtmpi-scope), Open MPI, MPICH, METIS, libnuma
+(dtmpi-scope's NUMA rows), gfortran (the Fortran launch test), Debian's python3
+with matplotlib (scripts/plot_*.py) and mpi4py (the Python launch test).
 Does nothing when everything is installed.
 EOF
     exit 0 ;;
@@ -19,7 +20,7 @@ EOF
 esac
 # python3-matplotlib and python3-mpi4py belong to Debian's /usr/bin/python3
 # (the plot scripts' interpreter); another python3 on PATH needs its own
-pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev gfortran
+pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libbenchmark-dev libnuma1 gfortran
       openmpi-bin libopenmpi-dev mpich libmpich-dev libmetis-dev python3
       python3-matplotlib python3-mpi4py)
 missing=()

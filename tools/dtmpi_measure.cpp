@@ -5,8 +5,10 @@
 // pinned device<->host copies, GPU to GPU between the two ranks (a copy out of
 // the other rank's buffer mapped over CUDA IPC, as the device method does), and
 // pack/unpack kernel times into device and mapped host memory over object
-// size x block size. Every point: warm-up, samples of at least 200 us, the
-// median of 5, its spread, re-measured (at most twice) when unstable.
+// size x block size. The copy terms come from dtmpi-scope's results where it
+// measured this host and GPU (scope/scope_results.hpp). Every point: warm-up,
+// samples of at least 200 us, the median of 5, its spread, re-measured (at
+// most twice) when unstable.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -17,13 +19,17 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <sstream>
+#include <tuple>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
 
 #include "cli.hpp"
+#include "files.hpp"
 #include "runtime/gpu.hpp"
 #include "runtime/system_info.hpp"
+#include "scope/scope_results.hpp"
 #include "transport/model.hpp"
 #include "transport/predict.hpp"
 #include "transport/transfer.hpp"
@@ -239,14 +245,46 @@ void pack_grids(const std::vector<double>& sizes, const std::vector<double>& blo
 }
 #endif
 
+#ifdef DTMPI_HAVE_CUDA
+// The copy terms dtmpi-scope measured on this host and GPU already (its naive/
+// rows time exactly these copies: cudaMemcpyAsync + cudaStreamSynchronize by
+// the wall clock), rank 0 on GPU 0 reading from GPU `src_gpu`; empty curves
+// for what it lacks (docs/scope.md, "dtmpi-measure").
+dtmpi::scope::ModelTerms scope_terms(const std::string& path, bool named, const tp::Model& m, int src_gpu) {
+  dtmpi::scope::ModelTerms t;
+  std::ifstream f(path);
+  if (!f) {
+    if (named) std::fprintf(stderr, "dtmpi-measure: cannot read %s: measuring every term\n", path.c_str());
+    return t;
+  }
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string why;
+  if (!dtmpi::scope::read_model_terms(text.str(), m.host, m.gpu, 0, src_gpu, t, &why)) {
+    std::printf("dtmpi-scope results %s not used: %s\n", path.c_str(), why.c_str());
+    return {};
+  }
+  if (!m.same_node) t.ipc = {};  // between nodes the GPU to GPU term is not a copy
+  for (auto [c, row, what] : {std::tuple{&t.d2h, t.d2h_row, "d2h"}, std::tuple{&t.h2d, t.h2d_row, "h2d"},
+                              std::tuple{&t.ipc, t.ipc_row, "ipc"}})
+    if (!c->empty())
+      std::printf("%s: from dtmpi-scope (%s, %zu sizes, %s), not measured again\n", what, row.c_str(),
+                  c->bytes.size(), path.c_str());
+  return t;
+}
+#endif
+
 const std::vector<dtmpi::tools::Option> kOptions = {
     {"--quick", nullptr, "fewer sizes and shorter samples (about a quarter of the time; the model records it)"},
     {"--out", "DIR", "write the model into DIR instead of the cache directory (created if missing)"},
+    {"--scope", "FILE", "take the copy terms from this dtmpi-scope result (default: scope-<host>-<gpu>.json in the "
+                        "cache directory, where dtmpi-scope leaves it)"},
+    {"--no-scope", nullptr, "measure the copy terms even where dtmpi-scope's results have them"},
     {"--help", nullptr, "this help"}};
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: mpiexec -n 2 dtmpi-measure [--quick] [--out DIR]\n"
+               "usage: mpiexec -n 2 dtmpi-measure [--quick] [--out DIR] [--scope FILE | --no-scope]\n"
                "\n"
                "Measures this machine for dtmpi's performance model (docs/performance-model.md), once per\n"
                "machine: host MPI one-way time over 1 B-64 MiB between the 2 ranks (2 nodes when launched so)\n"
@@ -254,33 +292,13 @@ void usage(FILE* f) {
                "Writes model-<host>-<gpu>.json (and .decisions.csv) into the cache directory: DTMPI_CACHE_DIR,\n"
                "else $XDG_CACHE_HOME/dtmpi, else ~/.cache/dtmpi (created if missing). MPI_Init reads it from\n"
                "there; dtmpi-info shows which model is in force. A few minutes (--quick: about one).\n"
+               "Where dtmpi-scope measured this host and GPU (its results in the cache directory), the\n"
+               "device<->host and GPU to GPU copy terms come from its rows and are not measured again\n"
+               "(docs/scope.md); it says so.\n"
                "\n"
                "options:\n");
   dtmpi::tools::print_options(f, kOptions);
   std::fprintf(f, "\nNext: dtmpi-info (the model in force); scripts/plot_model.py MODEL.json out.png (heatmaps)\n");
-}
-
-// mkdir -p: every missing component of `dir`, so that a fresh account (no
-// ~/.cache) or a DTMPI_CACHE_DIR that does not exist yet just works.
-bool make_directories(const std::string& dir, std::string& error) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos < dir.size() && dir[pos] != '/') continue;
-    const std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      error = "cannot create " + part + ": " + std::strerror(errno);
-      return false;
-    }
-  }
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error = dir + " is not a directory";
-    return false;
-  }
-  if (access(dir.c_str(), W_OK) != 0) {
-    error = "cannot write into " + dir + ": " + std::strerror(errno);
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -303,7 +321,7 @@ int main(int argc, char** argv) {
   int dir_ok = 1;
   if (g_rank == 0) {
     std::string error;
-    dir_ok = make_directories(out_dir, error) ? 1 : 0;
+    dir_ok = dtmpi::tools::make_directories(out_dir, error) ? 1 : 0;
     if (!dir_ok)
       std::fprintf(stderr, "dtmpi-measure: %s (set DTMPI_CACHE_DIR or --out to a writable directory)\n",
                    error.c_str());
@@ -347,12 +365,19 @@ int main(int argc, char** argv) {
     PMPI_Bcast(&ipc_ok, 1, MPI_INT, 1, MPI_COMM_WORLD);
     PMPI_Bcast(&handle, sizeof handle, MPI_BYTE, 1, MPI_COMM_WORLD);
     if (g_rank == 0) {
+      dtmpi::scope::ModelTerms scope;
+      if (!args.has("--no-scope"))
+        scope = scope_terms(args.get("--scope", (tp::model_cache_dir() + "/" +
+                                                 dtmpi::scope::results_file_name(m.host, m.gpu)).c_str()),
+                            args.has("--scope"), m, 1 % ndev);
       void *d, *h, *peer = nullptr;
       cudaMalloc(&d, big);
       cudaHostAlloc(&h, big, cudaHostAllocDefault);
-      m.d2h = copies("device to host", sizes, h, d);
-      m.h2d = copies("host to device", sizes, d, h);
-      if (ipc_ok && cudaIpcOpenMemHandle(&peer, handle, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess) {
+      m.d2h = scope.d2h.empty() ? copies("device to host", sizes, h, d) : scope.d2h;
+      m.h2d = scope.h2d.empty() ? copies("host to device", sizes, d, h) : scope.h2d;
+      if (ipc_ok && !scope.ipc.empty()) {
+        m.ipc = scope.ipc;
+      } else if (ipc_ok && cudaIpcOpenMemHandle(&peer, handle, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess) {
         m.ipc = copies("GPU to GPU over CUDA IPC", sizes, d, peer);
         cudaIpcCloseMemHandle(peer);
       }

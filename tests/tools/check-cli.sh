@@ -27,7 +27,8 @@ check "$build/bench/dtmpi-bench" halo
 check "$build/demo/dtmpi-demo"
 check "$build/bench/dtmpi-memory-workload"
 [ -x "$build/demo/dtmpi-demo-gpu" ] && check "$build/demo/dtmpi-demo-gpu"
-for s in tools/trace_timeline.py scripts/plot_gpu_pack.py scripts/plot_gpu_pingpong.py scripts/plot_model.py \
+[ -x "$build/tools/dtmpi-scope" ] && check "$build/tools/dtmpi-scope"  # (built where Google Benchmark is)
+for s in tools/trace_timeline.py scripts/plot_gpu_pack.py scripts/plot_gpu_pingpong.py scripts/plot_model.py scripts/plot_scope.py \
          scripts/demo_report.py scripts/run-demo.sh scripts/demo.sh scripts/test.sh scripts/build.sh \
          scripts/install-deps.sh scripts/gpu-check.sh scripts/halo-cpu-isolated.sh scripts/memory-per-rank.sh; do
   check "$src/$s"
