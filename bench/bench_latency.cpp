@@ -19,8 +19,9 @@
 #include <vector>
 
 #include "dtmpi/dtmpi.h"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 #include "runtime/host_ranges.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "timing.hpp"
 
 namespace dtmpi::bench {

@@ -22,7 +22,8 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
+#include "runtime/device_pack.hpp"
 #include "runtime/system_info.hpp"
 #include "transport/model.hpp"
 #include "transport/predict.hpp"
