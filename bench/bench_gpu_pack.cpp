@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "pack/gpu_pack.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "timing.hpp"
 #include "type/registry.hpp"
 

@@ -21,11 +21,11 @@
 #include "dtmpi/dtmpi.h"
 #include "interpose/p2p_route.hpp"
 #include "runtime/buffer_hint.hpp"
-#include "runtime/pointer_kind.hpp"
 #include "transport/engine.hpp"
 #include "transport/stash.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 #include "runtime/host_ranges.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "timing.hpp"
 
 namespace dtmpi::bench {

@@ -11,6 +11,7 @@
 #include "cli.hpp"
 
 #include "runtime/config.hpp"
+#include "runtime/device.hpp"
 #include "runtime/system_info.hpp"
 #include "type/ir.hpp"
 #include "type/translate.hpp"

@@ -27,7 +27,8 @@
 
 #include "cli.hpp"
 #include "files.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
+#include "runtime/device_pack.hpp"
 #include "runtime/system_info.hpp"
 #include "scope/scope_results.hpp"
 #include "transport/model.hpp"

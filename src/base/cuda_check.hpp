@@ -9,7 +9,7 @@
 //     "not CUDA memory", "unsupported here"), not a fault.
 // Every failed runtime call's error is cleared (cudaGetLastError) so that it
 // cannot surface again from a later, unrelated call.
-// Driver calls go through function pointers (runtime/gpu_internal.hpp), so
+// Driver calls go through function pointers (runtime/cuda_device.hpp), so
 // their answer is reported as its number (cuGetErrorString may be absent).
 #pragma once
 #include <cuda.h>

@@ -7,6 +7,8 @@
 
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
+#include "runtime/buffers.hpp"
+#include "runtime/device_pack.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
 
@@ -116,7 +118,7 @@ int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute&
     if (route.dests[i] == me && send.counts[send_piece(i)] > 0) to_me.push_back(i);
   for (size_t j = 0; j < route.sources.size(); ++j)
     if (route.sources[j] == me && recv.counts[j] > 0) from_me.push_back(j);
-  std::vector<rt::PieceRef> refs;
+  std::vector<dtmpi::pack::PieceRef> refs;
   std::vector<std::pair<size_t, size_t>> pairs;  // (dest index, source index)
   for (size_t n = 0; n < to_me.size(); ++n) {
     const size_t i = to_me[n];

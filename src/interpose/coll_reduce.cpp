@@ -14,7 +14,9 @@
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "base/system_mpi.hpp"
+#include "runtime/streams.hpp"
 #include "transport/engine.hpp"
+#include "transport/staging.hpp"
 
 namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;

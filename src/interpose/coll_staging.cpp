@@ -6,6 +6,7 @@
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "transport/peers.hpp"
+#include "transport/staging.hpp"
 #include "transport/transfer.hpp"
 
 namespace rt = dtmpi::runtime;
@@ -108,8 +109,8 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
   return true;
 }
 
-std::vector<rt::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only) {
-  std::vector<rt::PieceRef> refs;
+std::vector<dtmpi::pack::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only) {
+  std::vector<dtmpi::pack::PieceRef> refs;
   for (int i = 0; i < p.size(); ++i) {
     if (p.counts[static_cast<size_t>(i)] <= 0) continue;
     if (only.kind == InPlace::kOne && i != only.piece) continue;
@@ -129,8 +130,8 @@ int pack_mixed(const Pieces& p, Staged& s, bool pack) {
     piece.ptr = static_cast<char*>(s.staging.ptr) + s.byte_displs[static_cast<size_t>(i)];
     const auto& plan = *s.plans[static_cast<size_t>(i)];
     const auto& info = s.infos[static_cast<size_t>(i)];
-    auto ok = pack ? rt::stage_out(plan, p.counts[static_cast<size_t>(i)], p.piece(i), info, piece, false)
-                   : rt::stage_in(plan, p.counts[static_cast<size_t>(i)], piece, p.piece(i), info, false);
+    auto ok = pack ? tp::stage_out(plan, p.counts[static_cast<size_t>(i)], p.piece(i), info, piece, false)
+                   : tp::stage_in(plan, p.counts[static_cast<size_t>(i)], piece, p.piece(i), info, false);
     if (!ok) return MPI_ERR_OTHER;
   }
   return MPI_SUCCESS;
@@ -181,7 +182,7 @@ int stage(const Pieces& p, InPlace pack, Staged& s) {
   if (pack.kind == InPlace::kNone || s.total == 0) return MPI_SUCCESS;
   if (!s.infos.empty()) return pack_mixed(p, s, true);
   const auto refs = piece_refs(p, s, pack);
-  auto ok = rt::stage_out_pieces(refs.data(), refs.size(), s.info, s.staging, s.total, s.total > tp::kOneShotLimit);
+  auto ok = tp::stage_out_pieces(refs.data(), refs.size(), s.info, s.staging, s.total, s.total > tp::kOneShotLimit);
   if (!ok) {
     DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
     return MPI_ERR_OTHER;
@@ -220,7 +221,7 @@ int unstage(const Pieces& p, Staged& s) {
   if (s.total == 0) return MPI_SUCCESS;
   if (!s.infos.empty()) return pack_mixed(p, s, false);
   const auto refs = piece_refs(p, s, InPlace::none());
-  auto ok = rt::stage_in_pieces(refs.data(), refs.size(), s.staging, s.info, s.total, s.total > tp::kOneShotLimit);
+  auto ok = tp::stage_in_pieces(refs.data(), refs.size(), s.staging, s.info, s.total, s.total > tp::kOneShotLimit);
   if (!ok) {
     DTMPI_LOG(kError, "unpacking a collective's pieces failed: %s", ok.error().what.c_str());
     return MPI_ERR_OTHER;

@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "interpose/p2p_route.hpp"
-#include "runtime/gpu.hpp"
+#include "pack/pieces.hpp"
+#include "runtime/buffers.hpp"
 #include "transport/ledger.hpp"
 #include "runtime/stats.hpp"
 #include "type/registry.hpp"
@@ -150,7 +151,7 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host = HostPacking::k
 // types, total bytes (no buffer yet). An MPI error code.
 int layout(const Pieces& p, Staged& s);
 // The pieces to pack (all, or the one InPlace names) against the layout.
-std::vector<runtime::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only);
+std::vector<pack::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only);
 
 // Classifies both sides and stages what must be; false: nothing to stage.
 // Returns an MPI error code in `rc` when staging failed.

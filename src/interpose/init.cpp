@@ -3,7 +3,7 @@
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
-#include "runtime/gpu.hpp"
+#include "transport/ipc.hpp"
 #include "base/system_mpi.hpp"
 #include "transport/ledger.hpp"
 #include "transport/engine.hpp"
@@ -44,7 +44,7 @@ DTMPI_EXPORT int MPI_Finalize() {
     // transfers still in flight (sends the application no longer waits for)
     dtmpi::transport::ledger::drain();
     dtmpi::interpose::free_packed_types();
-    dtmpi::runtime::ipc_close_all();
+    dtmpi::transport::ipc_close_all();
     dtmpi::transport::finalize_peers();
     dtmpi::runtime::on_mpi_finalizing();
   }

@@ -10,8 +10,10 @@
 #include "interpose/export.hpp"
 #include "interpose/p2p_route.hpp"
 #include "base/system_mpi.hpp"
+#include "runtime/buffers.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/status.hpp"
+#include "runtime/streams.hpp"
 #include "transport/peers.hpp"
 
 namespace rt = dtmpi::runtime;

@@ -4,6 +4,7 @@
 #include "base/log.hpp"
 #include "runtime/buffer_hint.hpp"
 #include "runtime/config.hpp"
+#include "runtime/device.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/system_info.hpp"
 #include "transport/peers.hpp"

@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "base/log.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 #include "runtime/system_info.hpp"
 
 namespace dtmpi::runtime {

@@ -31,9 +31,9 @@ struct Config {
   // at least this many bytes are packed and read in chunks (0: never)
   int64_t ipc_chunk_min = 0;
   // DTMPI_BATCH_PACKS: non-blocking device-method sends queue their packs as
-  // one batch at the next MPI_Wait*/MPI_Test* (runtime/gpu.hpp, pack_later),
-  // for receivers that gate on another GPU only (transport/send.cpp); off
-  // until measured on two GPUs
+  // one batch at the next MPI_Wait*/MPI_Test* (transport/batched_sends.hpp:
+  // pack_later), for receivers that gate on another GPU only
+  // (transport/send.cpp); off until measured on two GPUs
   bool batch_packs = false;
   // DTMPI_PACK_ASYNC: MPI_Pack/MPI_Unpack between two buffers in device
   // memory of one GPU return once queued on the legacy default stream

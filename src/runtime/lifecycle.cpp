@@ -9,7 +9,7 @@
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "runtime/config.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 #include "runtime/stats.hpp"
 #include "type/registry.hpp"
 

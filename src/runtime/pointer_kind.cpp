@@ -13,8 +13,8 @@
 #include <shared_mutex>
 
 #include "base/cuda_check.hpp"
-#include "runtime/gpu.hpp"
-#include "runtime/gpu_internal.hpp"
+#include "runtime/cuda_device.hpp"
+#include "runtime/device.hpp"
 #include "runtime/host_ranges.hpp"
 
 namespace dtmpi::runtime {

@@ -1,26 +1,22 @@
-// Where a buffer lives: host, pinned host, device or managed memory. The
-// header is CUDA-free; without CUDA (at build or run time) every pointer is
+// Finding out where a buffer lives (host, pinned host, device or managed
+// memory: pack/memory_kind.hpp). The header is CUDA-free; without CUDA (at build or run time) every pointer is
 // host memory. src/runtime/pointer_kind.cpp (CUDA builds) and
 // pointer_kind_nocuda.cpp.
 #pragma once
 #include <atomic>
 #include <cstdint>
 
+#include "pack/memory_kind.hpp"
 #include "runtime/host_ranges.hpp"
 
 namespace dtmpi::runtime {
 
-enum class MemKind : uint8_t { kHost, kPinnedHost, kDevice, kManaged };
-
-struct PointerInfo {
-  MemKind kind = MemKind::kHost;
-  int device = -1;             // owning device (device/managed), or -1
-  void* device_ptr = nullptr;  // for pinned host memory: its device-side address
-};
-
-inline bool on_gpu(const PointerInfo& p) {
-  return p.kind == MemKind::kDevice || p.kind == MemKind::kManaged;
-}
+// The plain types are pack's (pack/memory_kind.hpp: the GPU pack dispatch
+// below runtime chooses by them); runtime, which finds them out, names them too.
+using pack::kind_name;
+using pack::MemKind;
+using pack::on_gpu;
+using pack::PointerInfo;
 
 // Classifies `p` for moving its bytes: whether it is GPU memory (device,
 // managed, IPC-mapped) and where. Host memory the process's layout proves is
@@ -49,15 +45,5 @@ inline PointerInfo pointer_info(const void* p) {
 PointerInfo pointer_info_exact(const void* p);
 // Driver pointer queries made so far by this process (tests, dtmpi-bench).
 uint64_t driver_pointer_queries();
-
-inline const char* kind_name(MemKind k) {
-  switch (k) {
-    case MemKind::kHost: return "host";
-    case MemKind::kPinnedHost: return "pinned host";
-    case MemKind::kDevice: return "device";
-    case MemKind::kManaged: return "managed";
-  }
-  return "?";
-}
 
 }  // namespace dtmpi::runtime

@@ -24,7 +24,7 @@ struct Wire_ {
   unsigned char ipc_handle[64];
   uint64_t ipc_buffer_id;
   int64_t ipc_offset;
-  unsigned char ready_handle[64];  // the ready signal (runtime::IpcSignal)
+  unsigned char ready_handle[64];  // the ready signal (IpcSignal)
   uint64_t ready_buffer_id;
   uint64_t ready_value;
   uint64_t check[2];
@@ -123,7 +123,7 @@ std::optional<Descriptor> decode(const unsigned char* bytes, int sender_world, i
   std::memcpy(d.region.handle, w.ipc_handle, sizeof(w.ipc_handle));
   d.region.buffer_id = w.ipc_buffer_id;
   d.region.offset = w.ipc_offset;
-  d.ready.kind = static_cast<runtime::IpcSignal::Kind>(w.ready_kind);
+  d.ready.kind = static_cast<IpcSignal::Kind>(w.ready_kind);
   std::memcpy(d.ready.handle, w.ready_handle, sizeof(w.ready_handle));
   d.ready.buffer_id = w.ready_buffer_id;
   d.ready.value = w.ready_value;

@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "runtime/gpu.hpp"
+#include "transport/ipc.hpp"
+#include "transport/ipc_signal.hpp"
 
 namespace dtmpi::transport {
 
@@ -50,11 +51,11 @@ struct Descriptor {
   int32_t receiver_world = -1;
   int32_t user_tag = 0;
   int64_t chunk_bytes = 0;    // kPipelined
-  runtime::IpcRegion region;  // kIpc
+  IpcRegion region;           // kIpc
   // kIpc: the packed bytes are ready once this signal (raised by the sender
   // after its pack) is; the receiver's stream waits for it on the GPU, so the
   // sender does not wait for its own pack before sending the descriptor
-  runtime::IpcSignal ready;
+  IpcSignal ready;
   // kIpc, counter signals: the pack ran in `chunks` pieces (chunk_ends), chunk
   // k ready at value ready.value + k, so the receiver may read chunk 0 while
   // the sender still packs the rest

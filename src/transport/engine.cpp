@@ -7,8 +7,8 @@
 #include "base/footprint.hpp"
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
-#include "runtime/gpu.hpp"
 #include "runtime/status.hpp"
+#include "transport/batched_sends.hpp"
 #include "transport/ledger.hpp"
 
 namespace dtmpi::transport {
@@ -179,14 +179,14 @@ Status start_with_request(std::unique_ptr<Operation> op, MPI_Request* request) {
 
 Status run(Operation& op, MPI_Status* status) {
   // a blocking call: what it waits for may wait for this rank's batched packs
-  if (!runtime::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
+  if (!flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   while (!op.step()) progress();
   fill_status(op, status);
   return mpi_status(op.error, "", op.error_reported);
 }
 
 void drain_operations() {
-  if (!runtime::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
+  if (!flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   const auto t0 = std::chrono::steady_clock::now();
   bool warned = false;
   while (busy()) {

@@ -9,7 +9,10 @@
 #include "base/footprint.hpp"
 #include "base/log.hpp"
 #include "base/trace.hpp"
+#include "runtime/device_pack.hpp"
+#include "transport/batched_sends.hpp"
 #include "transport/engine.hpp"
+#include "transport/unpack_bytes.hpp"
 
 namespace dtmpi::transport {
 
@@ -172,9 +175,9 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
     rt::PointerInfo di;
     di.kind = rt::MemKind::kDevice;
     di.device = op.device.device;
-    done = rt::gpu_unpack_bytes(*op.plan, bytes, op.device.ptr, di, op.user, op.user_info);
+    done = gpu_unpack_bytes(*op.plan, bytes, op.device.ptr, di, op.user, op.user_info);
   } else if (bytes > 0) {
-    done = rt::stage_in_bytes(*op.plan, bytes, op.staging, op.user, op.user_info, op.via_device);
+    done = stage_in_bytes(*op.plan, bytes, op.staging, op.user, op.user_info, op.via_device);
   }
   if (!done) {
     DTMPI_LOG(kError, "unpacking a received message failed: %s", done.error().what.c_str());
@@ -384,7 +387,7 @@ bool any_detached() {
 
 void progress() {
   // every MPI_Wait*/MPI_Test* passes here: the sends batched since the last one are queued now
-  if (!rt::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
+  if (!flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
   poll();
   progress_detached();
 }

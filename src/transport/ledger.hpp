@@ -29,7 +29,9 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/buffers.hpp"
+#include "runtime/markers.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "type/registry.hpp"
 
 namespace dtmpi::transport {

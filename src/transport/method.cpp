@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "pack/gpu_dispatch.hpp"
 #include "runtime/config.hpp"
 #include "transport/peers.hpp"
 #include "transport/predict.hpp"
@@ -56,7 +57,7 @@ Method choose_method(const UserBuffer& b, int peer_world) {
   // copy-engine layout between the GPU and pinned host memory without one
   // (2D 64 KiB: 33-41 us against ~160; bench/results/gpu-pingpong-small-1xh100-2026-11-23-s9.txt).
   if (multi && rt::on_gpu(b.info) && bytes <= kSharedGpuOneMessageMax && shares_gpu_with(peer_world) &&
-      rt::copy_engine_layout(*b.plan, b.count))
+      pack::copy_engine_layout(*b.plan, b.count))
     return bytes <= kOneShotLimit ? Method::kOneShot : Method::kStaged;
   Shape s;
   s.bytes = bytes;

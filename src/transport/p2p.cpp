@@ -8,9 +8,11 @@
 #include "base/trace.hpp"
 #include "base/system_mpi.hpp"
 #include "runtime/stats.hpp"
+#include "runtime/stream_pack.hpp"
 #include "runtime/status.hpp"
 #include "transport/ledger.hpp"
 #include "transport/peers.hpp"
+#include "transport/staging.hpp"
 
 namespace dtmpi::transport {
 
@@ -57,7 +59,7 @@ Status send_one_message(SendMode mode, const UserBuffer& b, Method m, int dest, 
   rt::Staging st = acquired.value();
   DTMPI_TRACE("send: staging acquired");
   rt::count(rt::Counter::kStagedSends);
-  if (auto packed = rt::stage_out(*b.plan, b.count, b.ptr, b.info, st, m == Method::kStaged); !packed) {
+  if (auto packed = stage_out(*b.plan, b.count, b.ptr, b.info, st, m == Method::kStaged); !packed) {
     rt::release_staging(st);
     return pack_failed(packed.error());
   }

@@ -14,7 +14,7 @@
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
 #include "runtime/config.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 #include "runtime/system_info.hpp"
 #include "transport/predict.hpp"
 

@@ -9,10 +9,14 @@
 #include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
+#include "runtime/device.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/status.hpp"
+#include "runtime/stream_pack.hpp"
+#include "transport/batched_sends.hpp"
 #include "transport/peers.hpp"
 #include "transport/transfer.hpp"
+#include "transport/unpack_bytes.hpp"
 #include "type/introspect.hpp"
 
 namespace dtmpi::transport {
@@ -131,7 +135,7 @@ void ReceiveOp::deliver_packed(const void* packed, int64_t nbytes) {
     rt::Staging view;
     view.ptr = const_cast<void*>(packed);
     view.pinned = (packed == landing_.ptr && landing_.pinned) || (packed == payload_.ptr && payload_.pinned);
-    auto ok = rt::stage_in_bytes(*b_.plan, nbytes, view, b_.ptr, b_.info, true);
+    auto ok = stage_in_bytes(*b_.plan, nbytes, view, b_.ptr, b_.info, true);
     if (!ok) {
       DTMPI_LOG(kError, "unpacking a received message failed: %s", ok.error().what.c_str());
       error = MPI_ERR_OTHER;
@@ -282,8 +286,8 @@ bool ReceiveOp::read_over_ipc() {
   // batched packs for others are queued first all the same, so no gated
   // kernel of this GPU is ever queued ahead of any pack of this process (it
   // could hold every SM slot the pack needs); an atomic load when none is open
-  if (local && !rt::flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
-  auto peer = rt::ipc_open(d_.sender_world, d_.region, device, local);
+  if (local && !flush_packs()) DTMPI_LOG(kError, "queuing batched packs failed");
+  auto peer = ipc_open(d_.sender_world, d_.region, device, local);
   DTMPI_TRACE("recv: region opened");
   if (!peer) {
     static bool once = [&] {
@@ -308,17 +312,17 @@ bool ReceiveOp::read_over_ipc() {
   // chunk's value; unless gated, each chunk is read as soon as its own value
   // is written (read_chunks).
   rt::KernelGate gate;
-  rt::IpcSignal all_ready = d_.ready;
+  IpcSignal all_ready = d_.ready;
   all_ready.value = d_.ready.value + static_cast<uint64_t>(d_.chunks - 1);
-  const bool other_gpu = d_.ready.gpu != 0 && d_.ready.gpu != rt::gpu_identity(device);
-  if (d_.ready.kind == rt::IpcSignal::Kind::kCounter && rt::on_gpu(b_.info) && local != other_gpu &&
+  const bool other_gpu = d_.ready.gpu != 0 && d_.ready.gpu != gpu_identity(device);
+  if (d_.ready.kind == IpcSignal::Kind::kCounter && rt::on_gpu(b_.info) && local != other_gpu &&
       d_.total_bytes <= rt::config().gated_unpack_max) {
-    if (auto word = rt::ipc_signal_word(d_.sender_world, d_.ready, device, local))
+    if (auto word = ipc_signal_word(d_.sender_world, d_.ready, device, local))
       gate = {word.value(), all_ready.value};
   }
   if (!gate.word && d_.chunks > 1 && rt::on_gpu(b_.info) && read_chunks(peer.value(), local)) return true;
-  if (!gate.word && d_.ready.kind != rt::IpcSignal::Kind::kNone) {
-    auto w = rt::ipc_signal_wait(d_.sender_world, all_ready, device, local);
+  if (!gate.word && d_.ready.kind != IpcSignal::Kind::kNone) {
+    auto w = ipc_signal_wait(d_.sender_world, all_ready, device, local);
     if (!w) {
       DTMPI_LOG(kWarn, "waiting for rank %d's ready signal failed (%s): payload through host memory",
                 d_.sender_world, w.error().what.c_str());
@@ -348,8 +352,8 @@ bool ReceiveOp::read_over_ipc() {
     DTMPI_TRACE("recv: unpack queued");
     return true;
   }
-  auto ok = rt::gpu_unpack_bytes(*b_.plan, d_.total_bytes, peer.value(), pi, b_.ptr, b_.info,
-                                 rt::Lane::kReceive);  // after the wait
+  auto ok = gpu_unpack_bytes(*b_.plan, d_.total_bytes, peer.value(), pi, b_.ptr, b_.info,
+                             rt::Lane::kReceive);  // after the wait
   if (!ok) {
     DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;
@@ -363,12 +367,12 @@ bool ReceiveOp::read_over_ipc() {
 // chunks cannot be told apart here; the caller then waits for all of them.
 bool ReceiveOp::read_chunks(const void* packed, bool local) {
   int64_t ends[kMaxChunks];
-  if (d_.ready.kind != rt::IpcSignal::Kind::kCounter || chunk_ends(d_.total_bytes, ends) != d_.chunks) return false;
+  if (d_.ready.kind != IpcSignal::Kind::kCounter || chunk_ends(d_.total_bytes, ends) != d_.chunks) return false;
   const int64_t elements = elements_touched();
   for (int k = 0; k < d_.chunks; ++k) {
-    rt::IpcSignal value = d_.ready;
+    IpcSignal value = d_.ready;
     value.value = d_.ready.value + static_cast<uint64_t>(k);
-    auto w = rt::ipc_signal_wait(d_.sender_world, value, b_.info.device, local);
+    auto w = ipc_signal_wait(d_.sender_world, value, b_.info.device, local);
     const int64_t lo = k == 0 ? 0 : ends[k - 1];
     auto m = w ? rt::unpack_async(*b_.plan, elements, packed, b_.ptr, b_.info, {}, type::PackedRange{lo, ends[k] - lo})
                : Result<rt::GpuMarker>(w.error());
@@ -417,7 +421,7 @@ bool ReceiveOp::step_chunks() {
   di.kind = rt::MemKind::kDevice;
   di.device = device_.device;
   // on the transfer stream: after the copies
-  auto ok = rt::gpu_unpack_bytes(*b_.plan, d_.total_bytes, device_.ptr, di, b_.ptr, b_.info, rt::Lane::kTransfer);
+  auto ok = gpu_unpack_bytes(*b_.plan, d_.total_bytes, device_.ptr, di, b_.ptr, b_.info, rt::Lane::kTransfer);
   if (!ok) {
     DTMPI_LOG(kError, "unpacking a pipelined message failed: %s", ok.error().what.c_str());
     error = MPI_ERR_OTHER;

@@ -6,8 +6,11 @@
 #include "base/trace.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/config.hpp"
+#include "runtime/stream_pack.hpp"
+#include "runtime/streams.hpp"
 #include "transport/ledger.hpp"
 #include "runtime/stats.hpp"
+#include "transport/batched_sends.hpp"
 #include "transport/peers.hpp"
 #include "transport/predict.hpp"
 #include "transport/send_tail.hpp"
@@ -304,12 +307,12 @@ Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int des
   int64_t ends[kMaxChunks] = {b.bytes};
   int chunks = chunked(b.bytes) ? chunk_ends(b.bytes, ends) : 1;
   const bool early = may_announce_early(b, synchronous);
-  auto first = chunks > 1 || early ? rt::ipc_signal_reserve(device, chunks)
-                                   : Result<rt::IpcSignal>(Error{kErrUnsupported, "in order"});
+  auto first = chunks > 1 || early ? ipc_signal_reserve(device, chunks)
+                                   : Result<IpcSignal>(Error{kErrUnsupported, "in order"});
   if (!first && chunks > 1) {
     chunks = 1;
     ends[0] = b.bytes;
-    if (early) first = rt::ipc_signal_reserve(device);
+    if (early) first = ipc_signal_reserve(device);
   }
   const bool announce_first = first && early;
   if (first) {
@@ -320,7 +323,7 @@ Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int des
   // a non-blocking send to another process whose last read of this rank's
   // regions was a gated unpack kernel on another GPU, of a message it will
   // gate again: the pack joins the batch the next wait queues
-  // (runtime::pack_later); the request completes once the batch has read the
+  // (pack_later); the request completes once the batch has read the
   // buffer. Only such readers: a receiver whose stream waits for the value
   // (another process on this GPU, a message over DTMPI_GATED_UNPACK_MAX)
   // would wait for a pack not yet queued, and with two processes on one GPU
@@ -330,7 +333,7 @@ Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int des
   if (announced && announce_first && chunks == 1 && request && rt::config().batch_packs &&
       d.receiver_world != my_world_rank() && ipc_read_gated_by(d.receiver_world) &&
       b.bytes <= rt::config().gated_unpack_max) {
-    if (auto later = rt::pack_later(b.plan, b.count, b.ptr, b.info, tail.device.ptr, first.value())) {
+    if (auto later = pack_later(b.plan, b.count, b.ptr, b.info, tail.device.ptr, first.value())) {
       DTMPI_TRACE("send: pack batched");
       return complete_descriptor(r, buf, later.value(), request);
     }
@@ -344,15 +347,15 @@ Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int des
       packed = rt::pack_to_device_async(*b.plan, b.count, b.ptr, b.info, tail.device.ptr,
                                         chunks == 1 ? type::PackedRange{} : type::PackedRange{lo, ends[k] - lo});
     if (!first) continue;
-    rt::IpcSignal value = first.value();
+    IpcSignal value = first.value();
     value.value += static_cast<uint64_t>(k);
-    if (auto raised = rt::ipc_signal_commit(value); !raised && packed) packed = raised;
+    if (auto raised = ipc_signal_commit(value); !raised && packed) packed = raised;
   }
   DTMPI_TRACE("send: pack queued");
   if (chunks > 1) rt::count(rt::Counter::kChunkedSends);
   DTMPI_TRY(announced);
   if (!first) {
-    auto ready = packed ? rt::ipc_signal_raise(device) : Result<rt::IpcSignal>(packed.error());
+    auto ready = packed ? ipc_signal_raise(device) : Result<IpcSignal>(packed.error());
     if (!ready) return packing_failed(ready.error());
     tail.ready = d.ready = ready.value();
   }
@@ -420,7 +423,7 @@ Status send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int t
       auto dev = rt::acquire_device_buffer(b.info.device, static_cast<size_t>(b.bytes));
       if (!dev) return Error{MPI_ERR_NO_MEM, "no device buffer for a send: " + dev.error().what};
       tail->device = dev.value();
-      auto region = rt::ipc_export(tail->device.ptr, true);
+      auto region = ipc_export(tail->device.ptr, true);
       if (!region) {
         DTMPI_LOG(kInfo, "CUDA IPC export failed (%s): pipelined", region.error().what.c_str());
         rt::release_device_buffer(tail->device);

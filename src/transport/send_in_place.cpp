@@ -33,13 +33,13 @@ Result<bool> send_in_place(const void* pooled, int64_t offset, int64_t bytes, co
   Descriptor d;
   d.wire = Wire::kIpc;  // with no region in the host test mode
   if (rt::on_gpu(info)) {
-    auto exported = rt::ipc_export(pooled, true);  // cached per pool buffer
+    auto exported = ipc_export(pooled, true);  // cached per pool buffer
     if (!exported) return false;
     d.region = exported.value();
     d.region.offset += offset;
     // raised behind the work queued before it (the caller's batched pack; with
     // DTMPI_GPU_ORDER=legacy the legacy default stream's work too)
-    auto raised = rt::ipc_signal_raise(info.device);
+    auto raised = ipc_signal_raise(info.device);
     if (!raised) {
       DTMPI_LOG(kInfo, "no ready signal for a send in place (%s): sent the usual way", raised.error().what.c_str());
       return false;

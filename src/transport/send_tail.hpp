@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/buffers.hpp"
+#include "runtime/markers.hpp"
 #include "transport/descriptor.hpp"
 #include "transport/engine.hpp"
+#include "transport/ipc_signal.hpp"
 
 namespace dtmpi::transport {
 
@@ -24,7 +26,7 @@ class SendTail final : public Operation {
     for (auto m : markers) rt::release_marker(m);
     rt::release_staging(staging);
     rt::release_device_buffer(device);
-    rt::ipc_signal_release(ready);
+    ipc_signal_release(ready);
     rt::release_staging(descriptor_buf);
   }
   bool step() override;
@@ -34,7 +36,7 @@ class SendTail final : public Operation {
   int peer_world = -1;
   rt::Staging staging;       // packed bytes in host memory
   rt::DeviceBuffer device;   // packed bytes on the GPU (IPC)
-  rt::IpcSignal ready;       // raised after the pack (IPC)
+  IpcSignal ready;       // raised after the pack (IPC)
   std::vector<rt::GpuMarker> markers;
   std::vector<MPI_Request> reqs;  // chunk sends, payload send
   int32_t ack = 0;

@@ -21,7 +21,9 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/gpu.hpp"
+#include "runtime/buffers.hpp"
+#include "runtime/markers.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "transport/descriptor.hpp"
 #include "transport/engine.hpp"
 #include "transport/stash.hpp"

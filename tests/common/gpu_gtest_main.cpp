@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 
 int main(int argc, char** argv) {
   dtmpi::testing::init_mpi(&argc, &argv);

@@ -14,7 +14,7 @@
 #include "common/random_types.hpp"
 #include "pack/cpu_pack.hpp"
 #include "pack/gpu_pack.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/pointer_kind.hpp"
 #include "type/translate.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include "dtmpi/dtmpi.h"
 #include "runtime/buffer_hint.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device.hpp"
 
 namespace {
 

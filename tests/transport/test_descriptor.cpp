@@ -10,7 +10,6 @@
 #include "transport/descriptor.hpp"
 
 namespace tp = dtmpi::transport;
-namespace rt = dtmpi::runtime;
 
 namespace {
 
@@ -25,7 +24,7 @@ tp::Descriptor ipc_descriptor() {
   for (int i = 0; i < 64; ++i) d.region.handle[i] = static_cast<unsigned char>(i * 3 + 1);
   d.region.buffer_id = 0x1122334455667788ULL;
   d.region.offset = 4096;
-  d.ready.kind = rt::IpcSignal::Kind::kCounter;
+  d.ready.kind = tp::IpcSignal::Kind::kCounter;
   for (int i = 0; i < 64; ++i) d.ready.handle[i] = static_cast<unsigned char>(255 - i);
   d.ready.buffer_id = 0xa5a5a5a5deadbeefULL;
   d.ready.value = 0xfffffffffffffff0ULL;  // a counter near wrap-around
@@ -47,7 +46,7 @@ TEST(Descriptor, IpcRoundTripKeepsRegionAndReadySignal) {
   EXPECT_EQ(std::memcmp(got->region.handle, d.region.handle, 64), 0);
   EXPECT_EQ(got->region.buffer_id, d.region.buffer_id);
   EXPECT_EQ(got->region.offset, 4096);
-  EXPECT_EQ(got->ready.kind, rt::IpcSignal::Kind::kCounter);
+  EXPECT_EQ(got->ready.kind, tp::IpcSignal::Kind::kCounter);
   EXPECT_EQ(std::memcmp(got->ready.handle, d.ready.handle, 64), 0);
   EXPECT_EQ(got->ready.buffer_id, d.ready.buffer_id);
   EXPECT_EQ(got->ready.value, d.ready.value);
@@ -57,7 +56,7 @@ TEST(Descriptor, IpcRoundTripKeepsRegionAndReadySignal) {
 TEST(Descriptor, PipelinedRoundTripKeepsChunkSize) {
   tp::Descriptor d = ipc_descriptor();
   d.wire = tp::Wire::kPipelined;
-  d.ready = rt::IpcSignal{};
+  d.ready = tp::IpcSignal{};
   d.chunk_bytes = 2 << 20;
   unsigned char wire[tp::kDescriptorBytes];
   tp::encode(d, wire);
@@ -65,7 +64,7 @@ TEST(Descriptor, PipelinedRoundTripKeepsChunkSize) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->wire, tp::Wire::kPipelined);
   EXPECT_EQ(got->chunk_bytes, 2 << 20);
-  EXPECT_EQ(got->ready.kind, rt::IpcSignal::Kind::kNone);
+  EXPECT_EQ(got->ready.kind, tp::IpcSignal::Kind::kNone);
 }
 
 TEST(Descriptor, OtherEnvelopesAndAlteredBytesAreNotDescriptors) {
@@ -102,7 +101,7 @@ TEST(Descriptor, UnknownKindsAndSmallSizesAreRefused) {
   tp::encode(d, wire);
   EXPECT_TRUE(tp::decode(wire, 5, 9, 123456).has_value());
   d = ipc_descriptor();
-  d.ready.kind = static_cast<rt::IpcSignal::Kind>(3);
+  d.ready.kind = static_cast<tp::IpcSignal::Kind>(3);
   tp::encode(d, wire);
   EXPECT_FALSE(tp::decode(wire, 5, 9, 123456).has_value());
   d = ipc_descriptor();

@@ -1,39 +1,22 @@
-// Packing and unpacking many pieces of a collective at once (CUDA build):
-// one batched kernel launch for the pieces of a side and one wait, instead of
-// a launch and a wait per piece.
+// Packing and unpacking many pieces of a collective at once
+// (runtime/device_pack.hpp), CUDA builds: one batched kernel launch for the
+// pieces of a side (pack/gpu_dispatch.hpp) and one wait, instead of a launch
+// and a wait per piece.
 #include <cuda_runtime.h>
 
 #include <vector>
 
 #include "base/cuda_check.hpp"
-#include "pack/cpu_pack.hpp"
+#include "pack/gpu_dispatch.hpp"
 #include "pack/gpu_pack.hpp"
-#include "runtime/gpu.hpp"
-#include "runtime/gpu_internal.hpp"
+#include "pack/pieces.hpp"
+#include "runtime/buffer_pool.hpp"
+#include "runtime/cuda_device.hpp"
+#include "runtime/device_pack.hpp"
 
 namespace dtmpi::runtime {
-namespace {
 
-std::vector<pack::DevicePiece> device_pieces(const PieceRef* pieces, size_t n, char* packed) {
-  std::vector<pack::DevicePiece> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i)
-    if (pieces[i].count > 0) out.push_back({pieces[i].plan, pieces[i].count, pieces[i].user, packed + pieces[i].offset});
-  return out;
-}
-
-void pack_on_host(const PieceRef* pieces, size_t n, char* packed) {
-  for (size_t i = 0; i < n; ++i)
-    if (pieces[i].count > 0) pack::pack_host(*pieces[i].plan, pieces[i].count, pieces[i].user, packed + pieces[i].offset);
-}
-
-void unpack_on_host(const PieceRef* pieces, size_t n, const char* packed) {
-  for (size_t i = 0; i < n; ++i)
-    if (pieces[i].count > 0)
-      pack::unpack_host(*pieces[i].plan, pieces[i].count, packed + pieces[i].offset, pieces[i].user);
-}
-
-}  // namespace
+using pack::PieceRef;
 
 Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void* packed, const PointerInfo& pi,
                    int64_t total) {
@@ -41,7 +24,7 @@ Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void
   const auto bytes = static_cast<size_t>(total);
   if (!on_gpu(ui)) {
     if (!on_gpu(pi)) {
-      pack_on_host(pieces, n, static_cast<char*>(packed));
+      pack::pack_pieces_host(pieces, n, static_cast<char*>(packed));
       return ok_status();
     }
     DeviceScope scope(pi.device);  // host data into device memory: CPU pack into pinned, one copy
@@ -50,7 +33,7 @@ Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void
     auto tmp = pinned_pool().acquire(bytes);
     if (!tmp) return tmp.error();
     PoolLease lease(pinned_pool(), tmp.value());
-    pack_on_host(pieces, n, static_cast<char*>(lease.get()));
+    pack::pack_pieces_host(pieces, n, static_cast<char*>(lease.get()));
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), bytes, cudaMemcpyHostToDevice, s.value()));
     return finish(pi.device, s.value());
   }
@@ -59,15 +42,13 @@ Status pack_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, void
   if (!s) return s.error();
   void* direct = on_gpu(pi) ? packed : pi.device_ptr;  // device, managed or mapped pinned
   if (direct) {
-    auto dp = device_pieces(pieces, n, static_cast<char*>(direct));
-    DTMPI_TRY(pack::pack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+    DTMPI_TRY(pack::queue_pack_pieces(pieces, n, static_cast<char*>(direct), ui.device, s.value()));
     return finish(ui.device, s.value());
   }
   auto tmp = device_pool(ui.device).acquire(bytes);  // pageable host: pack on the device, one copy
   if (!tmp) return tmp.error();
   PoolLease lease(device_pool(ui.device), tmp.value());
-  auto dp = device_pieces(pieces, n, static_cast<char*>(lease.get()));
-  DTMPI_TRY(pack::pack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+  DTMPI_TRY(pack::queue_pack_pieces(pieces, n, static_cast<char*>(lease.get()), ui.device, s.value()));
   DTMPI_CUDA_CHECK(cudaMemcpyAsync(packed, lease.get(), bytes, cudaMemcpyDeviceToHost, s.value()));
   return finish(ui.device, s.value());
 }
@@ -78,7 +59,7 @@ Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const
   const auto bytes = static_cast<size_t>(total);
   if (!on_gpu(ui)) {
     if (!on_gpu(pi)) {
-      unpack_on_host(pieces, n, static_cast<const char*>(packed));
+      pack::unpack_pieces_host(pieces, n, static_cast<const char*>(packed));
       return ok_status();
     }
     DeviceScope scope(pi.device);
@@ -89,7 +70,7 @@ Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const
     PoolLease lease(pinned_pool(), tmp.value());
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, bytes, cudaMemcpyDeviceToHost, s.value()));
     DTMPI_TRY(finish(pi.device, s.value()));
-    unpack_on_host(pieces, n, static_cast<const char*>(lease.get()));
+    pack::unpack_pieces_host(pieces, n, static_cast<const char*>(lease.get()));
     return ok_status();
   }
   DeviceScope scope(ui.device);
@@ -97,27 +78,15 @@ Status unpack_pieces(const PieceRef* pieces, size_t n, const void* packed, const
   if (!s) return s.error();
   const void* direct = on_gpu(pi) ? packed : pi.device_ptr;
   if (direct) {
-    auto dp = device_pieces(pieces, n, static_cast<char*>(const_cast<void*>(direct)));
-    DTMPI_TRY(pack::unpack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+    DTMPI_TRY(pack::queue_unpack_pieces(pieces, n, static_cast<const char*>(direct), ui.device, s.value()));
     return finish(ui.device, s.value());
   }
   auto tmp = device_pool(ui.device).acquire(bytes);
   if (!tmp) return tmp.error();
   PoolLease lease(device_pool(ui.device), tmp.value());
   DTMPI_CUDA_CHECK(cudaMemcpyAsync(lease.get(), packed, bytes, cudaMemcpyHostToDevice, s.value()));
-  auto dp = device_pieces(pieces, n, static_cast<char*>(lease.get()));
-  DTMPI_TRY(pack::unpack_pieces_device(dp.data(), dp.size(), ui.device, s.value()));
+  DTMPI_TRY(pack::queue_unpack_pieces(pieces, n, static_cast<const char*>(lease.get()), ui.device, s.value()));
   return finish(ui.device, s.value());
-}
-
-Status stage_out_pieces(const PieceRef* pieces, size_t n, const PointerInfo& ui, const Staging& staging,
-                        int64_t total, bool via_device) {
-  return pack_pieces(pieces, n, ui, staging.ptr, staging_info(staging, via_device), total);
-}
-
-Status stage_in_pieces(const PieceRef* pieces, size_t n, const Staging& staging, const PointerInfo& ui,
-                       int64_t total, bool via_device) {
-  return unpack_pieces(pieces, n, staging.ptr, staging_info(staging, via_device), ui, total);
 }
 
 Status unpack_received(const ReceivedPiece* pieces, size_t n) {

@@ -1,6 +1,8 @@
-// "Packed bytes ready" signals between processes (runtime/gpu.hpp): a counter
-// in device memory moved by stream memory operations, or interprocess events
-// where those are unavailable.
+// "Packed bytes ready" signals between processes (transport/ipc_signal.hpp),
+// CUDA builds: a counter in device memory moved by stream memory operations,
+// or interprocess events where those are unavailable.
+#include "transport/ipc_signal.hpp"
+
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -15,10 +17,20 @@
 
 #include "base/cuda_check.hpp"
 #include "base/log.hpp"
-#include "runtime/gpu.hpp"
-#include "runtime/gpu_internal.hpp"
+#include "runtime/cuda_device.hpp"
+#include "runtime/device.hpp"
+#include "transport/batched_sends.hpp"
+#include "transport/ipc.hpp"
 
-namespace dtmpi::runtime {
+namespace dtmpi::transport {
+
+using runtime::DeviceScope;
+using runtime::DriverCalls;
+using runtime::driver;
+using runtime::kMaxDevices;
+using runtime::Lane;
+using runtime::stream_for;
+
 namespace {
 
 // One counter per device. Its own small allocation, so the IPC handle maps
@@ -149,6 +161,17 @@ IpcRegion counter_region(const IpcSignal& sig) {
   return r;
 }
 
+// Frees the ready counters, at MPI_Finalize (release_gpu_resources).
+void release_ipc_signals() {
+  for (auto& c : signals().counters) {
+    std::lock_guard lock(c.mu);
+    if (c.word) cudaFree(c.word);
+    c.word = nullptr;
+    c.tried = c.usable = false;
+    c.reserved = c.committed = 0;
+  }
+}
+
 }  // namespace
 
 uint64_t gpu_identity(int device) {
@@ -177,6 +200,8 @@ Result<IpcSignal> ipc_signal_reserve(int device, int n) {
     auto s = stream_for(device);
     if (!s) return s.error();
     c.tried = true;
+    static std::once_flag registered;  // freed at MPI_Finalize, after the batched packs that commit values
+    std::call_once(registered, [] { runtime::at_gpu_release(release_ipc_signals); });
     c.usable = create_counter(c, device, s.value());
   }
   if (!c.usable) return Error{kErrUnsupported, "no ready counter on this device"};
@@ -191,7 +216,7 @@ Result<IpcSignal> ipc_signal_reserve(int device, int n) {
   return sig;
 }
 
-Status commit_values(int device, uint64_t first, uint64_t last, cudaStream_t on) {
+Status commit_values(int device, uint64_t first, uint64_t last, pack::GpuStream on) {
   Counter& c = signals().counters[device];
   DeviceScope scope(device);
   auto s = on ? Result<cudaStream_t>(on) : stream_for(device);
@@ -266,14 +291,4 @@ Result<const void*> ipc_signal_word(int peer, const IpcSignal& sig, int device, 
   return ipc_open(peer, counter_region(sig), device, local);
 }
 
-void release_ipc_signals() {
-  for (auto& c : signals().counters) {
-    std::lock_guard lock(c.mu);
-    if (c.word) cudaFree(c.word);
-    c.word = nullptr;
-    c.tried = c.usable = false;
-    c.reserved = c.committed = 0;
-  }
-}
-
-}  // namespace dtmpi::runtime
+}  // namespace dtmpi::transport

@@ -1,13 +1,25 @@
-// Unpacking a message that ends inside an element (runtime/gpu.hpp). Built
-// with and without CUDA: it uses only the runtime's GPU entry points, which
-// are never reached for host memory.
+// Unpacking a message that ends inside an element (transport/unpack_bytes.hpp).
+// Built with and without CUDA: it uses only the runtime's GPU entry points,
+// which are never reached for host memory.
+#include "transport/unpack_bytes.hpp"
+
 #include <cstdint>
 #include <vector>
 
 #include "pack/cpu_pack.hpp"
-#include "runtime/gpu.hpp"
+#include "runtime/device_pack.hpp"
+#include "runtime/markers.hpp"
+#include "runtime/stream_pack.hpp"
+#include "transport/staging.hpp"
 
-namespace dtmpi::runtime {
+namespace dtmpi::transport {
+
+using runtime::DeviceBuffer;
+using runtime::Lane;
+using runtime::MemKind;
+using runtime::on_gpu;
+using runtime::PointerInfo;
+using runtime::Staging;
 
 namespace {
 
@@ -25,7 +37,7 @@ Status unpack_tail(const type::PackPlan& plan, const void* tail, const PointerIn
       return ok_status();
     }
     std::vector<unsigned char> host(static_cast<size_t>(rem));
-    DTMPI_TRY(copy_bytes(host.data(), tail, host.size(), ti.device));
+    DTMPI_TRY(runtime::copy_bytes(host.data(), tail, host.size(), ti.device));
     pack::unpack_host_prefix(plan, host.data(), elem, rem);
     return ok_status();
   }
@@ -34,19 +46,19 @@ Status unpack_tail(const type::PackPlan& plan, const void* tail, const PointerIn
   DeviceBuffer copy;
   const void* from = tail;
   if (!on_gpu(ti)) {
-    auto dev = acquire_device_buffer(ui.device, static_cast<size_t>(rem));
+    auto dev = runtime::acquire_device_buffer(ui.device, static_cast<size_t>(rem));
     if (!dev) return dev.error();
     copy = dev.value();
-    if (auto ok = copy_bytes(copy.ptr, tail, static_cast<size_t>(rem), ui.device); !ok) {
-      release_device_buffer(copy);
+    if (auto ok = runtime::copy_bytes(copy.ptr, tail, static_cast<size_t>(rem), ui.device); !ok) {
+      runtime::release_device_buffer(copy);
       return ok.error();
     }
     from = copy.ptr;
   }
-  auto m = unpack_async(plan, 1, from, elem, ui, {}, type::PackedRange{0, rem});
-  Status done = m ? wait_marker(m.value()) : Status(m.error());
-  if (m) release_marker(m.value());
-  release_device_buffer(copy);
+  auto m = runtime::unpack_async(plan, 1, from, elem, ui, {}, type::PackedRange{0, rem});
+  Status done = m ? runtime::wait_marker(m.value()) : Status(m.error());
+  if (m) runtime::release_marker(m.value());
+  runtime::release_device_buffer(copy);
   return done;
 }
 
@@ -66,14 +78,15 @@ Status gpu_unpack_bytes(const type::PackPlan& plan, int64_t bytes, const void* p
                         void* user, const PointerInfo& ui, Lane lane) {
   if (plan.size <= 0 || bytes <= 0) return ok_status();
   const int64_t whole = bytes / plan.size, rem = bytes % plan.size;
-  if (whole > 0) DTMPI_TRY(gpu_unpack(plan, whole, packed, pi, user, ui, lane));
+  if (whole > 0) DTMPI_TRY(runtime::gpu_unpack(plan, whole, packed, pi, user, ui, lane));
   if (rem == 0) return ok_status();
   // what filled `packed` was queued on `lane` (gpu_unpack above waited for it, if it ran)
-  if (whole == 0 && (on_gpu(pi) || on_gpu(ui))) DTMPI_TRY(wait_stream(on_gpu(ui) ? ui.device : pi.device, lane));
+  if (whole == 0 && (on_gpu(pi) || on_gpu(ui)))
+    DTMPI_TRY(runtime::wait_stream(on_gpu(ui) ? ui.device : pi.device, lane));
   PointerInfo ti = pi;
   if (ti.kind == MemKind::kPinnedHost) ti = PointerInfo{};  // the CPU reads pinned memory as it is
   return unpack_tail(plan, static_cast<const char*>(packed) + whole * plan.size, ti, rem, element(user, plan, whole),
                      ui);
 }
 
-}  // namespace dtmpi::runtime
+}  // namespace dtmpi::transport

@@ -1,9 +1,11 @@
-// Batched sends (runtime/gpu.hpp, DTMPI_BATCH_PACKS): the packs of the
+// Batched sends (transport/batched_sends.hpp, DTMPI_BATCH_PACKS), CUDA builds: the packs of the
 // device-method sends an application posts before it waits are queued as one
 // batch. A halo exchange posts 26 MPI_Isend at once; each queued on its own
 // cost a kernel launch (~5 us of host time inside the exchange), a counter
 // write (~2 us) and a marker (~1.5 us): bench/results/gpu-trace-halo-*. As a
 // batch they cost one launch per 32 packs, one counter write and one flag.
+#include "transport/batched_sends.hpp"
+
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -17,11 +19,26 @@
 #include "base/log.hpp"
 #include "base/trace.hpp"
 #include "pack/gpu_pack.hpp"
-#include "runtime/gpu.hpp"
-#include "runtime/gpu_internal.hpp"
+#include "runtime/cuda_device.hpp"
+#include "runtime/cuda_markers.hpp"
+#include "runtime/device.hpp"
 #include "runtime/stats.hpp"
+#include "runtime/streams.hpp"
 
-namespace dtmpi::runtime {
+namespace dtmpi::transport {
+
+using runtime::Counter;
+using runtime::DeviceScope;
+using runtime::GpuMarker;
+using runtime::HostFlag;
+using runtime::kMaxDevices;
+using runtime::Lane;
+using runtime::Marker;
+using runtime::PointerInfo;
+using runtime::record_into;
+using runtime::stream_for;
+using runtime::take_marker;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -75,8 +92,8 @@ Status flush_locked(Batches& b, int device) {
     for (const auto& p : list) pieces.push_back({p.plan.get(), p.count, p.user, p.dst});
     int launches = 0;
     packed = pack::pack_pieces_device(pieces.data(), pieces.size(), device, s.value(), &launches);
-    count(Counter::kBatchLaunches, static_cast<uint64_t>(launches));
-    count(Counter::kBatchedPacks, list.size());
+    runtime::count(Counter::kBatchLaunches, static_cast<uint64_t>(launches));
+    runtime::count(Counter::kBatchedPacks, list.size());
   }
   DTMPI_TRACE("gpu: batched packs queued");
   // values were reserved one after another by one thread: one write of the
@@ -89,7 +106,7 @@ Status flush_locked(Batches& b, int device) {
       !ok && committed)
     committed = ok;
   for (auto& p : list) p.marker->failed = !packed || !record_into(p.marker, s.value(), false);
-  const HostFlag flag = list.back().marker->failed ? HostFlag{} : raise_host_flag(device, s.value());
+  const HostFlag flag = list.back().marker->failed ? HostFlag{} : runtime::raise_host_flag(device, s.value());
   for (auto& p : list) {
     p.marker->flag = flag;
     p.marker->pending.store(false, std::memory_order_release);
@@ -134,6 +151,20 @@ void helper_loop() {
   }
 }
 
+// At MPI_Finalize (release_gpu_resources): the last batch queued, the helper stopped.
+void stop_batches() {
+  Batches& b = batches();
+  {
+    std::lock_guard lock(b.mu);
+    if (!flush_all_locked(b)) DTMPI_LOG(kError, "queuing batched packs at MPI_Finalize failed");
+    b.stopping = true;
+    b.wake.notify_all();
+  }
+  if (b.helper.joinable()) b.helper.join();
+  std::lock_guard lock(b.mu);
+  b.stopping = false;  // a later MPI session (MPI_Init after MPI_Finalize is not allowed, but tests re-init the runtime)
+}
+
 }  // namespace
 
 Result<GpuMarker> pack_later(const type::PlanPtr& plan, int64_t count, const void* user, const PointerInfo& ui,
@@ -141,6 +172,14 @@ Result<GpuMarker> pack_later(const type::PlanPtr& plan, int64_t count, const voi
   if (!plan || ready.kind != IpcSignal::Kind::kCounter || ready.device != ui.device || ui.device < 0 ||
       ui.device >= kMaxDevices)
     return Error{kErrUnsupported, "not batchable"};
+  // before anything is held back: what waits for the transfer stream or for a
+  // pending marker queues the batch first, and MPI_Finalize stops the helper
+  // (before the ready counters are freed: registered after them)
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    runtime::set_held_work_queue(flush_packs);
+    runtime::at_gpu_release(stop_batches);
+  });
   const int device = ui.device;
   Batches& b = batches();
   std::lock_guard lock(b.mu);
@@ -184,18 +223,4 @@ Status flush_packs(int device) {
   return flush_locked(b, device);
 }
 
-// At MPI_Finalize (release_gpu_resources): the last batch queued, the helper stopped.
-void stop_batches() {
-  Batches& b = batches();
-  {
-    std::lock_guard lock(b.mu);
-    if (!flush_all_locked(b)) DTMPI_LOG(kError, "queuing batched packs at MPI_Finalize failed");
-    b.stopping = true;
-    b.wake.notify_all();
-  }
-  if (b.helper.joinable()) b.helper.join();
-  std::lock_guard lock(b.mu);
-  b.stopping = false;  // a later MPI session (MPI_Init after MPI_Finalize is not allowed, but tests re-init the runtime)
-}
-
-}  // namespace dtmpi::runtime
+}  // namespace dtmpi::transport
