@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -206,6 +207,18 @@ int main(int argc, char** argv) {
       if (std::strncmp(a, "--benchmark_out=", 16) == 0) json_path = a + 16;
   }
   for (auto& e : extra) gb.push_back(e.data());
+#ifdef DTMPI_BENCHMARK_MIN_TIME_UNIT
+  // bare seconds (ours and the caller's) in the form this library takes
+  std::vector<std::string> with_unit;
+  with_unit.reserve(gb.size());
+  for (char*& a : gb) {
+    std::string v = a;
+    if (v.rfind("--benchmark_min_time=", 0) == 0 && !v.empty() && std::isdigit(static_cast<unsigned char>(v.back()))) {
+      with_unit.push_back(v + "s");
+      a = with_unit.back().data();
+    }
+  }
+#endif
   int gbc = static_cast<int>(gb.size());
   gb.push_back(nullptr);
   benchmark::Initialize(&gbc, gb.data());
