@@ -147,7 +147,7 @@ class ReceiveOp final : public Operation {
   int32_t ack_ = 0;
   MPI_Request ack_req_ = MPI_REQUEST_NULL;
   MPI_Request payload_req_ = MPI_REQUEST_NULL;
-  int pending_error_ = MPI_SUCCESS;
+  Status pending_ = ok_status();  // an error kept until the sender is answered
 };
 
 }  // namespace dtmpi::transport
