@@ -55,9 +55,6 @@ inline Status mpi_status(int rc, const char* what, bool reported = false) {
 // The first failure of several calls made as one (MPI's rule: a call made of
 // several returns the first error): `a` if it failed, else `b`.
 inline Status first_error(Status a, Status b) { return a ? std::move(b) : std::move(a); }
-inline void keep_first(int& rc, int next) {
-  if (rc == 0 /* MPI_SUCCESS */) rc = next;
-}
 
 // The code an MPI call returns for `s`, WITHOUT the boundary's handler call:
 // for the few places that hand a code to the system MPI itself (a generalized
