@@ -55,13 +55,11 @@ inline Status mpi_status(int rc, const char* what, bool reported = false) {
 // The first failure of several calls made as one (MPI's rule: a call made of
 // several returns the first error): `a` if it failed, else `b`.
 inline Status first_error(Status a, Status b) { return a ? std::move(b) : std::move(a); }
-inline void keep_first(int& rc, int next) {
-  if (rc == 0 /* MPI_SUCCESS */) rc = next;
-}
 
 // The code an MPI call returns for `s`, WITHOUT the boundary's handler call:
 // for the few places that hand a code to the system MPI itself (a generalized
-// request's query function, an engine operation's recorded error).
+// request's query function, an engine operation's recorded error) or write it
+// into a status's MPI_ERROR field as the system MPI's own call would.
 inline int code_of(const Status& s) { return s ? 0 /* MPI_SUCCESS */ : s.error().code; }
 
 namespace detail {
@@ -70,6 +68,12 @@ namespace detail {
 inline bool warn_unless_ok(int rc, const char* what) {
   if (rc == 0) return true;
   DTMPI_LOG(kWarn, "%s failed (code %d); continuing", what, rc);
+  return false;
+}
+// The same at debug level, for DTMPI_MPI_PROBE: a failure is an answer.
+inline bool probe_ok(int rc, const char* what) {
+  if (rc == 0) return true;
+  DTMPI_LOG(kDebug, "%s failed (code %d)", what, rc);
   return false;
 }
 }  // namespace detail
@@ -110,8 +114,21 @@ inline bool warn_unless_ok(int rc, const char* what) {
 #define DTMPI_MPI_STATUS(call) ::dtmpi::mpi_status((call), #call)
 #define DTMPI_MPI_STATUS_REPORTED(call) ::dtmpi::mpi_status((call), #call, true)
 
+// A call dtmpi forwards to the system MPI on the application's behalf (the
+// application's own call, or the system MPI's part of it: the staged
+// collective's exchange, the first half of MPI_Sendrecv): its return code is
+// the application's answer, and the boundary (interpose::result) returns it
+// unchanged -- the system MPI has already passed it to the error handler.
+// DTMPI_MPI_STATUS_REPORTED under the name of what it is for; a forward that
+// is the whole of an exported call (`return REAL(MPI_Send)(...)`) needs none.
+#define DTMPI_MPI_FORWARD(call) ::dtmpi::mpi_status((call), #call, true)
+
 // Where a failure cannot be returned (destructors, progress loops, cleanup
 // paths, functions that answer bool by design): evaluates to true if the call
 // succeeded, else logs it once and evaluates to false, so the caller can
 // still take its fallback (`if (DTMPI_MPI_WARN(call) && done)`).
 #define DTMPI_MPI_WARN(call) ::dtmpi::detail::warn_unless_ok((call), #call)
+// Where a failure is an answer, not a fault (a request whose status cannot
+// be read counts as complete: the call that waits for it reports the error):
+// true if the call succeeded, else logs it at debug level and is false.
+#define DTMPI_MPI_PROBE(call) ::dtmpi::detail::probe_ok((call), #call)

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "dtmpi/dtmpi.h"
+#include "interpose/boundary.hpp"
 #include "interpose/export.hpp"
 #include "runtime/buffer_hint.hpp"
 #include "runtime/lifecycle.hpp"
@@ -29,7 +30,7 @@ namespace dtmpi::interpose {
 // a duplicate is a type of its own, which the application describes itself.
 void create_buffer_keyval() {
   int keyval = MPI_KEYVAL_INVALID;
-  if (REAL(MPI_Type_create_keyval)(MPI_TYPE_NULL_COPY_FN, forget_hint, &keyval, nullptr) == MPI_SUCCESS)
+  if (DTMPI_MPI_WARN(REAL(MPI_Type_create_keyval)(MPI_TYPE_NULL_COPY_FN, forget_hint, &keyval, nullptr)))
     g_keyval.store(keyval, std::memory_order_release);
 }
 
@@ -38,9 +39,10 @@ void create_buffer_keyval() {
 DTMPI_EXPORT int dtmpi_buffer_keyval(void) { return g_keyval.load(std::memory_order_acquire); }
 
 DTMPI_EXPORT int MPI_Type_set_attr(MPI_Datatype type, int keyval, void* value) {
-  const int rc = REAL(MPI_Type_set_attr)(type, keyval, value);  // a value replaced is dropped first
-  if (rc == MPI_SUCCESS && keyval != MPI_KEYVAL_INVALID && keyval == g_keyval.load(std::memory_order_acquire) &&
+  // a value replaced is dropped first
+  const dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Type_set_attr)(type, keyval, value));
+  if (s && keyval != MPI_KEYVAL_INVALID && keyval == g_keyval.load(std::memory_order_acquire) &&
       dtmpi::runtime::active())
     dtmpi::runtime::set_buffer_hint(type, reinterpret_cast<intptr_t>(value));
-  return rc;
+  return dtmpi::interpose::result(s);
 }

@@ -13,12 +13,12 @@ using namespace dtmpi::interpose;
 
 namespace {
 
-int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-             MPI_Request* req) {
+dtmpi::Status alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                       MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   return run_collective(uniform_side(sb, n, sc, st), uniform_side(rb, n, rc, rt),
-                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
+                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
@@ -27,14 +27,14 @@ int alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Data
                         });
 }
 
-int alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc, const int* rd,
-              MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
+                        const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   if (P2pRoute route; p2p_route_everyone(comm, sb, req, route))
     return exchange_p2p(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt), route, comm);
   return run_collective(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
-                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
+                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rd, rt);
@@ -45,14 +45,14 @@ int alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, voi
                         });
 }
 
-int alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb, const int* rc,
-              const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb, const int* rc,
+                        const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   if (P2pRoute route; p2p_route_everyone(comm, sb, req, route))
     return exchange_p2p(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt), route, comm);
   return run_collective(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
-                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), comm, req,
+                        sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rd, rt);
@@ -63,15 +63,16 @@ int alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* 
                         });
 }
 
-int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                      MPI_Request* req) {
+dtmpi::Status neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), route, comm);
-  return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
-                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+  return run_collective(topo ? uniform_side(sb, out, sc, st) : no_pieces(),
+                        topo ? uniform_side(rb, in, rc, rt) : no_pieces(), InPlace::none(), req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
                           return q ? REAL(MPI_Ineighbor_alltoall)(a.buf, a.count, a.type,
@@ -80,15 +81,16 @@ int neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
                         });
 }
 
-int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
-                       const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
+                                 const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), route, comm);
-  return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
-                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+  return run_collective(topo ? v_side(sb, out, sc, sd, st) : no_pieces(),
+                        topo ? v_side(rb, in, rc, rd, rt) : no_pieces(), InPlace::none(), req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rd, rt);
                           return q ? REAL(MPI_Ineighbor_alltoallv)(a.buf, a.counts, a.displs, a.type,
@@ -98,15 +100,17 @@ int neighbor_alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
                         });
 }
 
-int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const MPI_Datatype* st, void* rb,
-                       const int* rc, const MPI_Aint* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const MPI_Datatype* st, void* rb,
+                                 const int* rc, const MPI_Aint* rd, const MPI_Datatype* rt, MPI_Comm comm,
+                                 MPI_Request* req) {
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), route, comm);
-  return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(), topo ? w_side(rb, in, rc, rd, rt) : no_pieces(),
-                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+  return run_collective(topo ? w_side(sb, out, sc, sd, st) : no_pieces(),
+                        topo ? w_side(rb, in, rc, rd, rt) : no_pieces(), InPlace::none(), req,
+                        [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rd, rt);
                           return q ? REAL(MPI_Ineighbor_alltoallw)(a.buf, a.counts, a.displs, a.types,
@@ -120,53 +124,53 @@ int neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* sd, const 
 
 DTMPI_EXPORT int MPI_Alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                               MPI_Comm comm) {
-  return alltoall(sb, sc, st, rb, rc, rt, comm, nullptr);
+  return result(comm, alltoall(sb, sc, st, rb, rc, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ialltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                MPI_Comm comm, MPI_Request* req) {
-  return alltoall(sb, sc, st, rb, rc, rt, comm, req);
+  return result(comm, alltoall(sb, sc, st, rb, rc, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
                                const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-  return alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+  return result(comm, alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ialltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
                                 const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
-  return alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+  return result(comm, alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Alltoallw(const void* sb, const int sc[], const int sd[], const MPI_Datatype st[], void* rb,
                                const int rc[], const int rd[], const MPI_Datatype rt[], MPI_Comm comm) {
-  return alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+  return result(comm, alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ialltoallw(const void* sb, const int sc[], const int sd[], const MPI_Datatype st[], void* rb,
                                 const int rc[], const int rd[], const MPI_Datatype rt[], MPI_Comm comm,
                                 MPI_Request* req) {
-  return alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+  return result(comm, alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                        MPI_Comm comm) {
-  return neighbor_alltoall(sb, sc, st, rb, rc, rt, comm, nullptr);
+  return result(comm, neighbor_alltoall(sb, sc, st, rb, rc, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ineighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                         MPI_Comm comm, MPI_Request* req) {
-  return neighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req);
+  return result(comm, neighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Neighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
                                         const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-  return neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+  return result(comm, neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ineighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
                                          const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
                                          MPI_Request* req) {
-  return neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+  return result(comm, neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Neighbor_alltoallw(const void* sb, const int sc[], const MPI_Aint sd[], const MPI_Datatype st[],
                                         void* rb, const int rc[], const MPI_Aint rd[], const MPI_Datatype rt[],
                                         MPI_Comm comm) {
-  return neighbor_alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr);
+  return result(comm, neighbor_alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ineighbor_alltoallw(const void* sb, const int sc[], const MPI_Aint sd[], const MPI_Datatype st[],
                                          void* rb, const int rc[], const MPI_Aint rd[], const MPI_Datatype rt[],
                                          MPI_Comm comm, MPI_Request* req) {
-  return neighbor_alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+  return result(comm, neighbor_alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req));
 }

@@ -36,14 +36,14 @@ Roles roles_of(MPI_Comm comm, int root) {
   return r;
 }
 
-int allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-              MPI_Request* req) {
+dtmpi::Status allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                        MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
   return run_collective(one_piece(sb, sc, st), uniform_side(rb, n, rc, rt),
-                        sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
+                        sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
@@ -52,14 +52,14 @@ int allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Dat
                         });
 }
 
-int allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd, MPI_Datatype rt,
-               MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
+                         MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
   return run_collective(one_piece(sb, sc, st), v_side(rb, n, rc, rd, rt),
-                        sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), comm, req,
+                        sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rd, rt);
@@ -70,15 +70,15 @@ int allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc,
                         });
 }
 
-int neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
-                       MPI_Request* req) {
+dtmpi::Status neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                 MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(one_piece(sb, sc, st), uniform_side(rb, in, rc, rt), route, comm, true);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
-                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                        InPlace::none(), req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
                           return q ? REAL(MPI_Ineighbor_allgather)(a.buf, a.count, a.type,
@@ -87,15 +87,15 @@ int neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
                         });
 }
 
-int neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
-                        MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
+                                  MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   int in = 0, out = 0;
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(one_piece(sb, sc, st), v_side(rb, in, rc, rd, rt), route, comm, true);
   return run_collective(topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
-                        InPlace::none(), comm, req, [&](Staged* s, Staged* r, MPI_Request* q) {
+                        InPlace::none(), req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rd, rt);
                           return q ? REAL(MPI_Ineighbor_allgatherv)(a.buf, a.count, a.type,
@@ -105,14 +105,14 @@ int neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const
                         });
 }
 
-int gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-           MPI_Request* req) {
+dtmpi::Status gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                     MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
   return run_collective(ro.member ? one_piece(sb, sc, st) : no_pieces(),
                         ro.root ? uniform_side(rb, n, rc, rt) : no_pieces(),
-                        ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), comm, req,
+                        ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
@@ -121,14 +121,14 @@ int gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Dataty
                         });
 }
 
-int gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd, MPI_Datatype rt,
-            int root, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd, MPI_Datatype rt,
+                      int root, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
   return run_collective(ro.member ? one_piece(sb, sc, st) : no_pieces(),
                         ro.root ? v_side(rb, n, rc, rd, rt) : no_pieces(),
-                        ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), comm, req,
+                        ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rd, rt);
@@ -139,13 +139,13 @@ int gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, co
                         });
 }
 
-int scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root, MPI_Comm comm,
-            MPI_Request* req) {
+dtmpi::Status scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                      MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
   return run_collective(ro.root ? uniform_side(sb, n, sc, st) : no_pieces(),
-                        ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), comm, req,
+                        ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
@@ -154,13 +154,13 @@ int scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datat
                         });
 }
 
-int scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
-             int root, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                       int root, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
   return run_collective(ro.root ? v_side(sb, n, sc, sd, st) : no_pieces(),
-                        ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), comm, req,
+                        ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rt);
@@ -171,12 +171,12 @@ int scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void
                         });
 }
 
-int bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const bool receives = ro.member && !ro.root;
   return run_collective(ro.root ? one_piece(buf, count, type) : no_pieces(),
-                        receives ? one_piece(buf, count, type) : no_pieces(), InPlace::none(), comm, req,
+                        receives ? one_piece(buf, count, type) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           Staged* x = s ? s : r;
                           void* b = x ? x->ptr() : buf;
@@ -190,71 +190,71 @@ int bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_
 
 DTMPI_EXPORT int MPI_Allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                MPI_Comm comm) {
-  return allgather(sb, sc, st, rb, rc, rt, comm, nullptr);
+  return result(comm, allgather(sb, sc, st, rb, rc, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iallgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                 MPI_Comm comm, MPI_Request* req) {
-  return allgather(sb, sc, st, rb, rc, rt, comm, req);
+  return result(comm, allgather(sb, sc, st, rb, rc, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
                                 MPI_Datatype rt, MPI_Comm comm) {
-  return allgatherv(sb, sc, st, rb, rc, rd, rt, comm, nullptr);
+  return result(comm, allgatherv(sb, sc, st, rb, rc, rd, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iallgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
                                  MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
-  return allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req);
+  return result(comm, allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                         MPI_Comm comm) {
-  return neighbor_allgather(sb, sc, st, rb, rc, rt, comm, nullptr);
+  return result(comm, neighbor_allgather(sb, sc, st, rb, rc, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ineighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
                                          MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
-  return neighbor_allgather(sb, sc, st, rb, rc, rt, comm, req);
+  return result(comm, neighbor_allgather(sb, sc, st, rb, rc, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
                                          const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-  return neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, nullptr);
+  return result(comm, neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ineighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
                                           const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
-  return neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req);
+  return result(comm, neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req));
 }
 DTMPI_EXPORT int MPI_Gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
                             MPI_Comm comm) {
-  return gather(sb, sc, st, rb, rc, rt, root, comm, nullptr);
+  return result(comm, gather(sb, sc, st, rb, rc, rt, root, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Igather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
                              MPI_Comm comm, MPI_Request* req) {
-  return gather(sb, sc, st, rb, rc, rt, root, comm, req);
+  return result(comm, gather(sb, sc, st, rb, rc, rt, root, comm, req));
 }
 DTMPI_EXPORT int MPI_Gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
                              MPI_Datatype rt, int root, MPI_Comm comm) {
-  return gatherv(sb, sc, st, rb, rc, rd, rt, root, comm, nullptr);
+  return result(comm, gatherv(sb, sc, st, rb, rc, rd, rt, root, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Igatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], const int rd[],
                               MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req) {
-  return gatherv(sb, sc, st, rb, rc, rd, rt, root, comm, req);
+  return result(comm, gatherv(sb, sc, st, rb, rc, rd, rt, root, comm, req));
 }
 DTMPI_EXPORT int MPI_Scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
                              MPI_Comm comm) {
-  return scatter(sb, sc, st, rb, rc, rt, root, comm, nullptr);
+  return result(comm, scatter(sb, sc, st, rb, rc, rt, root, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iscatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
                               MPI_Comm comm, MPI_Request* req) {
-  return scatter(sb, sc, st, rb, rc, rt, root, comm, req);
+  return result(comm, scatter(sb, sc, st, rb, rc, rt, root, comm, req));
 }
 DTMPI_EXPORT int MPI_Scatterv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb, int rc,
                               MPI_Datatype rt, int root, MPI_Comm comm) {
-  return scatterv(sb, sc, sd, st, rb, rc, rt, root, comm, nullptr);
+  return result(comm, scatterv(sb, sc, sd, st, rb, rc, rt, root, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iscatterv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb, int rc,
                                MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req) {
-  return scatterv(sb, sc, sd, st, rb, rc, rt, root, comm, req);
+  return result(comm, scatterv(sb, sc, sd, st, rb, rc, rt, root, comm, req));
 }
 DTMPI_EXPORT int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  return bcast(buf, count, type, root, comm, nullptr);
+  return result(comm, bcast(buf, count, type, root, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
-  return bcast(buf, count, type, root, comm, req);
+  return result(comm, bcast(buf, count, type, root, comm, req));
 }

@@ -7,6 +7,7 @@
 
 #include "base/system_mpi.hpp"
 #include "base/log.hpp"
+#include "interpose/entries.hpp"
 #include "runtime/buffers.hpp"
 #include "runtime/device_pack.hpp"
 #include "transport/peers.hpp"
@@ -43,7 +44,7 @@ MPI_Comm private_dup(MPI_Comm comm, bool create) {
   if (flag) return *static_cast<MPI_Comm*>(value);
   if (!create) return MPI_COMM_NULL;
   auto* dup = new MPI_Comm(MPI_COMM_NULL);
-  if (REAL(MPI_Comm_dup)(comm, dup) != MPI_SUCCESS) {
+  if (!DTMPI_MPI_WARN(REAL(MPI_Comm_dup)(comm, dup))) {
     delete dup;
     return MPI_COMM_NULL;
   }
@@ -67,28 +68,28 @@ struct Side {
 // `receiving` GPU pieces are not packed: each is received with its own
 // datatype, so dtmpi's receiver unpacks straight from the sender's packed
 // slice (over CUDA IPC) instead of copying the slice and unpacking after.
-int prepare_side(const Pieces& p, Side& side, bool receiving) {
-  if (!needs_staging(p, side.s) || !side.s.infos.empty()) return MPI_SUCCESS;  // as they are
-  if (side.s.refused) return side.s.refused;
-  if (receiving && rt::on_gpu(side.s.info)) return MPI_SUCCESS;
-  if (int rc = layout(p, side.s); rc != MPI_SUCCESS) return rc;
+Status prepare_side(const Pieces& p, Side& side, bool receiving) {
+  if (!needs_staging(p, side.s) || !side.s.infos.empty()) return ok_status();  // as they are
+  if (side.s.refused) return Error{side.s.refused, ""};
+  if (receiving && rt::on_gpu(side.s.info)) return ok_status();
+  DTMPI_TRY(layout(p, side.s));
   side.packed = true;
   if (rt::on_gpu(side.s.info)) {
     auto d = rt::acquire_device_buffer(side.s.info.device, static_cast<size_t>(side.s.total));
-    if (!d) return MPI_ERR_NO_MEM;
+    if (!d) return Error{MPI_ERR_NO_MEM, "no device buffer for a collective: " + d.error().what};
     side.device = d.value();
     side.base = static_cast<char*>(side.device.ptr);
     side.base_info.kind = rt::MemKind::kDevice;
     side.base_info.device = side.device.device;
   } else {
     auto st = rt::acquire_staging(static_cast<size_t>(side.s.total));
-    if (!st) return MPI_ERR_NO_MEM;
+    if (!st) return Error{MPI_ERR_NO_MEM, "no staging buffer for a collective: " + st.error().what};
     side.s.staging = st.value();
     side.base = static_cast<char*>(side.s.staging.ptr);
     side.base_info.kind = side.s.staging.pinned ? rt::MemKind::kPinnedHost : rt::MemKind::kHost;
     side.base_info.device_ptr = side.s.staging.pinned ? side.s.staging.ptr : nullptr;
   }
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 // The pieces a rank sends to itself, matched as MPI matches them (graphs and
@@ -102,14 +103,15 @@ int prepare_side(const Pieces& p, Side& side, bool receiving) {
 // staging buffer that takes them as bytes. Pairs whose sizes do not fit (a
 // receive too short: MPI_ERR_TRUNCATE) are left to the messages, which report
 // it. Marks the pieces done in `sent`/`received`.
-int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm dup, bool send_to_all,
-                         const Side& out, const Side& in, std::vector<char>& sent, std::vector<char>& received) {
-  if (!out.packed || !out.s.infos.empty() || !in.s.infos.empty() || in.s.plans.empty()) return MPI_SUCCESS;
+Status exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm dup,
+                            bool send_to_all, const Side& out, const Side& in, std::vector<char>& sent,
+                            std::vector<char>& received) {
+  if (!out.packed || !out.s.infos.empty() || !in.s.infos.empty() || in.s.plans.empty()) return ok_status();
   // (a kernel on the receive pieces' GPU reads the packed slices: the same GPU, or host memory it maps)
   const bool unpack_on_gpu = !in.packed && rt::on_gpu(in.s.info) &&
                              (!rt::on_gpu(out.base_info) || out.base_info.device == in.s.info.device);
   const bool host_bytes = in.packed && !rt::on_gpu(in.base_info) && !rt::on_gpu(out.base_info);
-  if (!unpack_on_gpu && !host_bytes) return MPI_SUCCESS;
+  if (!unpack_on_gpu && !host_bytes) return ok_status();
   int me = -1;
   REAL(MPI_Comm_rank)(dup, &me);
   auto send_piece = [&](size_t i) { return send_to_all ? size_t{0} : i; };
@@ -143,17 +145,14 @@ int exchange_with_itself(const Pieces& send, const Pieces& recv, const P2pRoute&
   }
   if (!refs.empty()) {
     auto ok = rt::unpack_pieces(refs.data(), refs.size(), out.base, out.base_info, in.s.info, out.s.total);
-    if (!ok) {
-      DTMPI_LOG(kError, "moving a collective's pieces to itself failed: %s", ok.error().what.c_str());
-      return MPI_ERR_OTHER;
-    }
+    if (!ok) return Error{MPI_ERR_OTHER, "moving a collective's pieces to itself failed: " + ok.error().what};
   }
   for (const auto& [i, j] : pairs) {
     sent[i] = 1;
     received[j] = 1;
   }
   rt::count(rt::Counter::kSelfPieces, pairs.size());
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 }  // namespace
@@ -180,8 +179,9 @@ bool neighbor_lists(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& 
     sources.resize(static_cast<size_t>(in));
     dests.resize(static_cast<size_t>(out));
     std::vector<int> sw(static_cast<size_t>(in) + 1), dw(static_cast<size_t>(out) + 1);
-    return REAL(MPI_Dist_graph_neighbors)(comm, in, sources.data(), weighted ? sw.data() : MPI_UNWEIGHTED, out,
-                                     dests.data(), weighted ? dw.data() : MPI_UNWEIGHTED) == MPI_SUCCESS;
+    return DTMPI_MPI_WARN(REAL(MPI_Dist_graph_neighbors)(comm, in, sources.data(),
+                                                         weighted ? sw.data() : MPI_UNWEIGHTED, out, dests.data(),
+                                                         weighted ? dw.data() : MPI_UNWEIGHTED));
   }
   cartesian = kind == MPI_CART;
   if (kind == MPI_CART) {  // per dimension: the lower neighbour, then the upper
@@ -225,24 +225,21 @@ bool p2p_route_neighbors(MPI_Comm comm, MPI_Request* req, P2pRoute& route) {
          neighbor_lists(comm, route.sources, route.dests, route.cartesian);
 }
 
-int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm comm, bool send_to_all) {
+Status exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm comm, bool send_to_all) {
   const std::vector<int>& sources = route.sources;
   const std::vector<int>& dests = route.dests;
   const bool cartesian = route.cartesian;
   const MPI_Comm dup = private_dup(comm, true);  // exists already for the neighborhood forms
-  if (dup == MPI_COMM_NULL) return raise(comm, MPI_ERR_INTERN);
+  if (dup == MPI_COMM_NULL) return Error{MPI_ERR_INTERN, ""};
   rt::count(rt::Counter::kStagedCollectives);
   rt::count(rt::Counter::kP2pCollectives);
   Side out, in;
-  if (int rc = prepare_side(send, out, false); rc != MPI_SUCCESS) return raise(comm, rc);
-  if (int rc = prepare_side(recv, in, true); rc != MPI_SUCCESS) return raise(comm, rc);
+  DTMPI_TRY(prepare_side(send, out, false));
+  DTMPI_TRY(prepare_side(recv, in, true));
   if (out.packed && out.s.total > 0) {  // every outgoing piece with one batched pack
     const auto refs = piece_refs(send, out.s, InPlace::all());
     auto ok = rt::pack_pieces(refs.data(), refs.size(), out.s.info, out.base, out.base_info, out.s.total);
-    if (!ok) {
-      DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
-      return raise(comm, MPI_ERR_OTHER);
-    }
+    if (!ok) return Error{MPI_ERR_OTHER, "packing a collective's pieces failed: " + ok.error().what};
   }
   // receives first, in source order, then sends in destination order. With
   // repeated neighbours MPI-4.1 sec. 8.6 pairs them so: graphs, the k-th
@@ -253,13 +250,14 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
   std::vector<MPI_Request> reqs;
   reqs.reserve(sources.size() + dests.size());
   std::vector<char> sent(dests.size(), 0), received(sources.size(), 0);  // moved by exchange_with_itself
-  int rc = exchange_with_itself(send, recv, route, dup, send_to_all, out, in, sent, received);
-  if (rc != MPI_SUCCESS) return raise(comm, rc);
+  DTMPI_TRY(exchange_with_itself(send, recv, route, dup, send_to_all, out, in, sent, received));
   // one message per piece with a count and a peer: a slice of the packed
-  // buffer as bytes, or the piece with its own datatype
+  // buffer as bytes, or the piece with its own datatype (as the interposed
+  // MPI_Isend / MPI_Irecv take them); the first error stops the posting
+  Status posted = ok_status();
   auto post = [&](const Pieces& p, Side& side, const std::vector<int>& peers, bool sending) {
     const bool all = sending && send_to_all;
-    for (int i = 0; i < (all ? static_cast<int>(peers.size()) : p.size()) && rc == MPI_SUCCESS; ++i) {
+    for (int i = 0; i < (all ? static_cast<int>(peers.size()) : p.size()) && posted; ++i) {
       const auto k = all ? size_t{0} : static_cast<size_t>(i);  // the piece
       if (p.counts[k] <= 0 || peers[static_cast<size_t>(i)] == MPI_PROC_NULL) continue;
       if ((sending ? sent : received)[static_cast<size_t>(i)]) continue;
@@ -277,27 +275,25 @@ int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, 
         // application's, even when its pieces are contiguous (see
         // send_in_place).
         auto placed = tp::send_in_place(side.base, side.s.byte_displs[k], count, side.base_info, peer, tag, dup, &reqs.back());
-        if (!placed) rc = placed.error().code;
+        if (!placed) posted = placed.error();
         if (!placed || placed.value()) continue;
       }
-      rc = sending ? MPI_Isend(buf, count, type, peer, tag, dup, &reqs.back())
-                   : irecv_piece(buf, count, type, peer, tag, dup, &reqs.back());
+      // from kInPlaceMin bytes on, a received piece may meet a descriptor: its
+      // sender's piece of the same size may be sent in place
+      posted = sending ? isend(buf, count, type, peer, tag, dup, &reqs.back())
+                       : irecv(buf, count, type, peer, tag, dup, &reqs.back(), tp::kInPlaceMin);
     }
   };
   post(recv, in, sources, false);
   post(send, out, dests, true);
-  const int wrc = MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
-  if (rc == MPI_SUCCESS) rc = wrc;
-  if (rc != MPI_SUCCESS) return rc;  // reported by the call that failed
+  Status waited = waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+  DTMPI_TRY(first_error(std::move(posted), std::move(waited)));
   if (in.packed && in.s.total > 0) {  // every incoming host piece with one unpack pass
     const auto refs = piece_refs(recv, in.s, InPlace::none());
     auto ok = rt::unpack_pieces(refs.data(), refs.size(), in.base, in.base_info, in.s.info, in.s.total);
-    if (!ok) {
-      DTMPI_LOG(kError, "unpacking a collective's pieces failed: %s", ok.error().what.c_str());
-      return raise(comm, MPI_ERR_OTHER);
-    }
+    if (!ok) return Error{MPI_ERR_OTHER, "unpacking a collective's pieces failed: " + ok.error().what};
   }
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 }  // namespace dtmpi::interpose

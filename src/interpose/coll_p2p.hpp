@@ -45,12 +45,12 @@ bool p2p_route_everyone(MPI_Comm comm, const void* sendbuf, MPI_Request* req, P2
 // on a topology communicator whose private duplicate exists.
 bool p2p_route_neighbors(MPI_Comm comm, MPI_Request* req, P2pRoute& route);
 
-// Exchanges the pieces along `route`; returns when all is delivered. An MPI
-// error code. Repeated neighbours pair as MPI-4.1 sec. 8.6 says (Cartesian:
-// block s lands in block s^1; else the k-th message between two ranks in the
-// k-th receive). `send_to_all`: `send` is one piece that goes to every
-// destination (the neighbor allgathers), packed once.
-int exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm comm,
-                 bool send_to_all = false);
+// Exchanges the pieces along `route`; returns when all is delivered.
+// Repeated neighbours pair as MPI-4.1 sec. 8.6 says (Cartesian: block s lands
+// in block s^1; else the k-th message between two ranks in the k-th
+// receive). `send_to_all`: `send` is one piece that goes to every destination
+// (the neighbor allgathers), packed once.
+Status exchange_p2p(const Pieces& send, const Pieces& recv, const P2pRoute& route, MPI_Comm comm,
+                    bool send_to_all = false);
 
 }  // namespace dtmpi::interpose

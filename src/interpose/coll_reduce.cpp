@@ -64,32 +64,26 @@ bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   return true;
 }
 
-int copy_in(Span& s, bool read_user) {
+dtmpi::Status copy_in(Span& s, bool read_user) {
   auto st = rt::acquire_staging(static_cast<size_t>(s.bytes));
-  if (!st) return MPI_ERR_NO_MEM;
+  if (!st) return dtmpi::Error{MPI_ERR_NO_MEM, "no staging buffer for a reduction: " + st.error().what};
   s.staging = st.value();
-  if (!read_user) return MPI_SUCCESS;
+  if (!read_user) return dtmpi::ok_status();
   auto ok = rt::copy_bytes(s.staging.ptr, static_cast<char*>(s.user) + s.lo, static_cast<size_t>(s.bytes), s.device());
-  if (!ok) {
-    DTMPI_LOG(kError, "copying a reduction buffer to the host failed: %s", ok.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
-  return MPI_SUCCESS;
+  if (!ok) return dtmpi::Error{MPI_ERR_OTHER, "copying a reduction buffer to the host failed: " + ok.error().what};
+  return dtmpi::ok_status();
 }
 
 // A reduction in flight: its staged input and result; finish() copies the result back.
 struct ReduceCall final : dtmpi::transport::Completion {
   Span in, out;
   bool stage_in = false, stage_out = false;
-  int finish() override {
-    if (!stage_out) return MPI_SUCCESS;
+  dtmpi::Status finish() override {
+    if (!stage_out) return dtmpi::ok_status();
     auto ok = rt::copy_bytes(static_cast<char*>(out.user) + out.lo, out.staging.ptr, static_cast<size_t>(out.bytes),
                              out.device());
-    if (!ok) {
-      DTMPI_LOG(kError, "copying a reduction result back failed: %s", ok.error().what.c_str());
-      return MPI_ERR_OTHER;
-    }
-    return MPI_SUCCESS;
+    if (!ok) return dtmpi::Error{MPI_ERR_OTHER, "copying a reduction result back failed: " + ok.error().what};
+    return dtmpi::ok_status();
   }
 };
 
@@ -98,20 +92,19 @@ struct ReduceCall final : dtmpi::transport::Completion {
 // buffer's bytes matter before the call (it holds the input in place, or the
 // call may leave it as it is). `call(send, recv, req)` calls the system MPI.
 template <class Call>
-int run_reduction(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
-                  MPI_Comm comm, MPI_Request* req, Call call) {
-  if (!may_stage(type, HostPacking::kNever)) return call(sb, rb, req);  // nothing to look at
+dtmpi::Status run_reduction(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
+                            MPI_Request* req, Call call) {
+  if (!may_stage(type, HostPacking::kNever)) return DTMPI_MPI_FORWARD(call(sb, rb, req));  // nothing to look at
   auto c = std::make_shared<ReduceCall>();
   c->stage_in = sb && needs_span(sb, in_count, type, c->in);
   c->stage_out = rb && needs_span(rb, out_count, type, c->out);
-  if (!c->stage_in && !c->stage_out) return call(sb, rb, req);
+  if (!c->stage_in && !c->stage_out) return DTMPI_MPI_FORWARD(call(sb, rb, req));
   rt::count(rt::Counter::kStagedCollectives);
-  int rc = MPI_SUCCESS;
-  if (c->stage_in) rc = copy_in(c->in, true);
-  if (rc == MPI_SUCCESS && c->stage_out) rc = copy_in(c->out, read_result || !c->out.contiguous);
-  if (rc != MPI_SUCCESS) return raise(comm, rc);
-  rc = call(c->stage_in ? c->in.mpi_ptr() : sb, c->stage_out ? c->out.mpi_ptr() : rb, req);
-  return complete(std::move(c), comm, req, rc);
+  if (c->stage_in) DTMPI_TRY(copy_in(c->in, true));
+  if (c->stage_out) DTMPI_TRY(copy_in(c->out, read_result || !c->out.contiguous));
+  dtmpi::Status called =
+      DTMPI_MPI_FORWARD(call(c->stage_in ? c->in.mpi_ptr() : sb, c->stage_out ? c->out.mpi_ptr() : rb, req));
+  return complete(std::move(c), req, std::move(called));
 }
 
 bool is_inter(MPI_Comm comm) {
@@ -120,17 +113,18 @@ bool is_inter(MPI_Comm comm) {
   return inter != 0;
 }
 
-int allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
+dtmpi::Status allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        MPI_Request* req) {
   tp::poll();
-  return run_reduction(sb, count, rb, count, sb == MPI_IN_PLACE, type, comm, req,
+  return run_reduction(sb, count, rb, count, sb == MPI_IN_PLACE, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          return q ? REAL(MPI_Iallreduce)(s, r, count, type, op, comm, q)
                                   : REAL(MPI_Allreduce)(s, r, count, type, op, comm);
                        });
 }
 
-int reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
-           MPI_Request* req) {
+dtmpi::Status reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                     MPI_Request* req) {
   tp::poll();
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
@@ -138,7 +132,7 @@ int reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, in
   const bool result_here = inter ? root == MPI_ROOT : root == me;
   const bool contributes = inter ? root >= 0 : true;
   return run_reduction(contributes ? sb : nullptr, count, result_here ? rb : nullptr, count,
-                       result_here && sb == MPI_IN_PLACE, type, comm, req, [&](const void* s, void* r, MPI_Request* q) {
+                       result_here && sb == MPI_IN_PLACE, type, req, [&](const void* s, void* r, MPI_Request* q) {
                          // arguments MPI ignores on this rank pass through unchanged
                          const void* a = contributes ? s : sb;
                          void* b = result_here ? r : rb;
@@ -147,28 +141,28 @@ int reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, in
                        });
 }
 
-int reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                         MPI_Request* req) {
+dtmpi::Status reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                   MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   const bool in_place = sb == MPI_IN_PLACE;
   // in place, the result buffer holds all n blocks of input
-  return run_reduction(sb, n * count, rb, in_place ? n * count : count, in_place, type, comm, req,
+  return run_reduction(sb, n * count, rb, in_place ? n * count : count, in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          return q ? REAL(MPI_Ireduce_scatter_block)(s, r, count, type, op, comm, q)
                                   : REAL(MPI_Reduce_scatter_block)(s, r, count, type, op, comm);
                        });
 }
 
-int reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                   MPI_Request* req) {
+dtmpi::Status reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                             MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
   int me = 0, total = 0;
   REAL(MPI_Comm_rank)(comm, &me);
   for (int i = 0; i < n; ++i) total += counts[i];
   const bool in_place = sb == MPI_IN_PLACE;
-  return run_reduction(sb, total, rb, in_place ? total : counts[me], in_place, type, comm, req,
+  return run_reduction(sb, total, rb, in_place ? total : counts[me], in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          return q ? REAL(MPI_Ireduce_scatter)(s, r, counts, type, op, comm, q)
                                   : REAL(MPI_Reduce_scatter)(s, r, counts, type, op, comm);
@@ -177,10 +171,10 @@ int reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype ty
 
 // Prefix reductions; MPI_Exscan leaves rank 0's result buffer as it is, so
 // its bytes are read in first.
-int scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-         MPI_Request* req) {
+dtmpi::Status scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* req) {
   tp::poll();
-  return run_reduction(sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, comm, req,
+  return run_reduction(sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          if (exclusive)
                            return q ? REAL(MPI_Iexscan)(s, r, count, type, op, comm, q)
@@ -193,52 +187,53 @@ int scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type,
 }  // namespace
 
 DTMPI_EXPORT int MPI_Allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return allreduce(sb, rb, count, type, op, comm, nullptr);
+  return result(comm, allreduce(sb, rb, count, type, op, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iallreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                 MPI_Request* req) {
-  return allreduce(sb, rb, count, type, op, comm, req);
+  return result(comm, allreduce(sb, rb, count, type, op, comm, req));
 }
 DTMPI_EXPORT int MPI_Reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root,
                             MPI_Comm comm) {
-  return reduce(sb, rb, count, type, op, root, comm, nullptr);
+  return result(comm, reduce(sb, rb, count, type, op, root, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ireduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root,
                              MPI_Comm comm, MPI_Request* req) {
-  return reduce(sb, rb, count, type, op, root, comm, req);
+  return result(comm, reduce(sb, rb, count, type, op, root, comm, req));
 }
 DTMPI_EXPORT int MPI_Reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op,
                                           MPI_Comm comm) {
-  return reduce_scatter_block(sb, rb, count, type, op, comm, nullptr);
+  return result(comm, reduce_scatter_block(sb, rb, count, type, op, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ireduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op,
                                            MPI_Comm comm, MPI_Request* req) {
-  return reduce_scatter_block(sb, rb, count, type, op, comm, req);
+  return result(comm, reduce_scatter_block(sb, rb, count, type, op, comm, req));
 }
 DTMPI_EXPORT int MPI_Reduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op,
                                     MPI_Comm comm) {
-  return reduce_scatter(sb, rb, counts, type, op, comm, nullptr);
+  return result(comm, reduce_scatter(sb, rb, counts, type, op, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Ireduce_scatter(const void* sb, void* rb, const int counts[], MPI_Datatype type, MPI_Op op,
                                      MPI_Comm comm, MPI_Request* req) {
-  return reduce_scatter(sb, rb, counts, type, op, comm, req);
+  return result(comm, reduce_scatter(sb, rb, counts, type, op, comm, req));
 }
 DTMPI_EXPORT int MPI_Scan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return scan(false, sb, rb, count, type, op, comm, nullptr);
+  return result(comm, scan(false, sb, rb, count, type, op, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                            MPI_Request* req) {
-  return scan(false, sb, rb, count, type, op, comm, req);
+  return result(comm, scan(false, sb, rb, count, type, op, comm, req));
 }
 DTMPI_EXPORT int MPI_Exscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return scan(true, sb, rb, count, type, op, comm, nullptr);
+  return result(comm, scan(true, sb, rb, count, type, op, comm, nullptr));
 }
 DTMPI_EXPORT int MPI_Iexscan(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                              MPI_Request* req) {
-  return scan(true, sb, rb, count, type, op, comm, req);
+  return result(comm, scan(true, sb, rb, count, type, op, comm, req));
 }
 // No communicator: errors go to MPI_COMM_WORLD's handler (MPI-3.1 sec. 8.3).
 DTMPI_EXPORT int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype type, MPI_Op op) {
-  return run_reduction(in, count, inout, count, true, type, MPI_COMM_WORLD, nullptr,
-                       [&](const void* s, void* r, MPI_Request*) { return REAL(MPI_Reduce_local)(s, r, count, type, op); });
+  return result(run_reduction(in, count, inout, count, true, type, nullptr, [&](const void* s, void* r, MPI_Request*) {
+    return REAL(MPI_Reduce_local)(s, r, count, type, op);
+  }));
 }

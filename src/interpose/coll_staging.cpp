@@ -123,7 +123,7 @@ std::vector<dtmpi::pack::PieceRef> piece_refs(const Pieces& p, const Staged& s, 
 namespace {
 
 // Pieces of one side in several memories (MPI_BOTTOM): one pack call each.
-int pack_mixed(const Pieces& p, Staged& s, bool pack) {
+Status pack_mixed(const Pieces& p, Staged& s, bool pack) {
   for (int i = 0; i < p.size(); ++i) {
     if (p.counts[static_cast<size_t>(i)] <= 0) continue;
     rt::Staging piece = s.staging;
@@ -132,9 +132,11 @@ int pack_mixed(const Pieces& p, Staged& s, bool pack) {
     const auto& info = s.infos[static_cast<size_t>(i)];
     auto ok = pack ? tp::stage_out(plan, p.counts[static_cast<size_t>(i)], p.piece(i), info, piece, false)
                    : tp::stage_in(plan, p.counts[static_cast<size_t>(i)], piece, p.piece(i), info, false);
-    if (!ok) return MPI_ERR_OTHER;
+    if (!ok)
+      return Error{MPI_ERR_OTHER,
+                   std::string(pack ? "packing" : "unpacking") + " a collective's pieces failed: " + ok.error().what};
   }
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 // Committed contiguous types of packed sizes, cached until MPI_Finalize.
@@ -148,14 +150,14 @@ PackedTypes& packed_types() {
 }
 
 // A committed contiguous type of `size` bytes (cached).
-MPI_Datatype packed_type(int64_t size) {
+Result<MPI_Datatype> packed_type(int64_t size) {
   auto& [mu, types] = packed_types();
   std::lock_guard lock(mu);
   auto it = types.find(size);
   if (it != types.end()) return it->second;
   MPI_Datatype t = MPI_DATATYPE_NULL;
-  if (REAL(MPI_Type_contiguous)(static_cast<int>(size), MPI_BYTE, &t) != MPI_SUCCESS || REAL(MPI_Type_commit)(&t) != MPI_SUCCESS)
-    return MPI_DATATYPE_NULL;
+  DTMPI_MPI_CHECK(REAL(MPI_Type_contiguous)(static_cast<int>(size), MPI_BYTE, &t));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_commit)(&t));
   types.emplace(size, t);
   return t;
 }
@@ -174,25 +176,22 @@ void free_packed_types() {
 namespace {
 
 // Lays the pieces out in one staging buffer, packing those `pack` names.
-int stage(const Pieces& p, InPlace pack, Staged& s) {
-  if (int rc = layout(p, s); rc != MPI_SUCCESS) return rc;
+Status stage(const Pieces& p, InPlace pack, Staged& s) {
+  DTMPI_TRY(layout(p, s));
   auto st = rt::acquire_staging(static_cast<size_t>(s.total));
-  if (!st) return MPI_ERR_NO_MEM;
+  if (!st) return Error{MPI_ERR_NO_MEM, "no staging buffer for a collective: " + st.error().what};
   s.staging = st.value();
-  if (pack.kind == InPlace::kNone || s.total == 0) return MPI_SUCCESS;
+  if (pack.kind == InPlace::kNone || s.total == 0) return ok_status();
   if (!s.infos.empty()) return pack_mixed(p, s, true);
   const auto refs = piece_refs(p, s, pack);
   auto ok = tp::stage_out_pieces(refs.data(), refs.size(), s.info, s.staging, s.total, s.total > tp::kOneShotLimit);
-  if (!ok) {
-    DTMPI_LOG(kError, "packing a collective's pieces failed: %s", ok.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
-  return MPI_SUCCESS;
+  if (!ok) return Error{MPI_ERR_OTHER, "packing a collective's pieces failed: " + ok.error().what};
+  return ok_status();
 }
 
 }  // namespace
 
-int layout(const Pieces& p, Staged& s) {
+Status layout(const Pieces& p, Staged& s) {
   const size_t n = static_cast<size_t>(p.size());
   s.counts.assign(n, 0);
   s.displs.assign(n, 0);
@@ -204,29 +203,27 @@ int layout(const Pieces& p, Staged& s) {
     if (p.counts[i] <= 0) continue;
     const int64_t size = s.plans[i]->size;
     const int64_t bytes = int64_t{p.counts[i]} * size;
-    if (size > INT32_MAX || bytes > INT32_MAX || total + bytes > INT32_MAX) return MPI_ERR_COUNT;
+    if (size > INT32_MAX || bytes > INT32_MAX || total + bytes > INT32_MAX) return Error{MPI_ERR_COUNT, ""};
     s.counts[i] = p.counts[i];
     s.displs[i] = size > 0 ? static_cast<int>(total / size) : 0;
-    s.types[i] = packed_type(size);
-    if (s.types[i] == MPI_DATATYPE_NULL) return MPI_ERR_INTERN;
+    auto t = packed_type(size);
+    if (!t) return Error{MPI_ERR_INTERN, "no packed type for a collective: " + t.error().what};
+    s.types[i] = t.value();
     total += bytes;
   }
   s.total = total;
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 namespace {
 
-int unstage(const Pieces& p, Staged& s) {
-  if (s.total == 0) return MPI_SUCCESS;
+Status unstage(const Pieces& p, Staged& s) {
+  if (s.total == 0) return ok_status();
   if (!s.infos.empty()) return pack_mixed(p, s, false);
   const auto refs = piece_refs(p, s, InPlace::none());
   auto ok = tp::stage_in_pieces(refs.data(), refs.size(), s.staging, s.info, s.total, s.total > tp::kOneShotLimit);
-  if (!ok) {
-    DTMPI_LOG(kError, "unpacking a collective's pieces failed: %s", ok.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
-  return MPI_SUCCESS;
+  if (!ok) return Error{MPI_ERR_OTHER, "unpacking a collective's pieces failed: " + ok.error().what};
+  return ok_status();
 }
 
 }  // namespace
@@ -237,35 +234,30 @@ MPI_Datatype Staged::type() const {
   return MPI_BYTE;
 }
 
-int StagedCall::finish() { return stage_recv ? unstage(recv, rs) : MPI_SUCCESS; }
+Status StagedCall::finish() { return stage_recv ? unstage(recv, rs) : ok_status(); }
 
-bool prepare(StagedCall& c, InPlace in_place, int& rc) {
+Result<bool> prepare(StagedCall& c, InPlace in_place) {
   c.stage_send = needs_staging(c.send, c.ss);
   c.stage_recv = needs_staging(c.recv, c.rs, receive_packing());  // host sides as point-to-point receives
   if (!c.stage_send && !c.stage_recv) return false;
-  if (const int refused = c.stage_send && c.ss.refused ? c.ss.refused : c.stage_recv ? c.rs.refused : 0) {
-    DTMPI_LOG(kError, "a collective on a GPU buffer %s: the system MPI is not CUDA-aware",
-              refused == MPI_ERR_COUNT ? "of more than 2 GiB" : "whose datatype dtmpi cannot plan");
-    rc = refused;
-    return true;
-  }
+  if (const int refused = c.stage_send && c.ss.refused ? c.ss.refused : c.stage_recv ? c.rs.refused : 0)
+    return Error{refused, std::string("a collective on a GPU buffer ") +
+                              (refused == MPI_ERR_COUNT ? "of more than 2 GiB" : "whose datatype dtmpi cannot plan") +
+                              ": the system MPI is not CUDA-aware"};
   rt::count(rt::Counter::kStagedCollectives);
-  if (c.stage_send) rc = stage(c.send, InPlace::all(), c.ss);
-  if (rc == MPI_SUCCESS && c.stage_recv) rc = stage(c.recv, in_place, c.rs);
+  if (c.stage_send) DTMPI_TRY(stage(c.send, InPlace::all(), c.ss));
+  if (c.stage_recv) DTMPI_TRY(stage(c.recv, in_place, c.rs));
   return true;
 }
 
-int complete(std::shared_ptr<tp::Completion> c, MPI_Comm comm, MPI_Request* request, int rc) {
-  if (rc != MPI_SUCCESS) return rc;  // the system MPI has reported it
-  if (!request) {
-    rc = c->finish();
-    return rc == MPI_SUCCESS ? rc : raise(comm, rc);
-  }
+Status complete(std::shared_ptr<tp::Completion> c, MPI_Request* request, Status called) {
+  DTMPI_TRY(called);  // the system MPI has reported it
+  if (!request) return c->finish();
   tp::PendingOp op;
   op.kind = tp::PendingOp::Kind::kCompletion;
   op.completion = std::move(c);
   tp::ledger::track(*request, std::move(op));
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 int peers_of(MPI_Comm comm) {
@@ -282,7 +274,7 @@ bool neighbor_counts(MPI_Comm comm, int& in, int& out) {
   int kind = MPI_UNDEFINED;
   REAL(MPI_Topo_test)(comm, &kind);
   int weighted = 0;
-  if (kind == MPI_DIST_GRAPH) return REAL(MPI_Dist_graph_neighbors_count)(comm, &in, &out, &weighted) == MPI_SUCCESS;
+  if (kind == MPI_DIST_GRAPH) return DTMPI_MPI_WARN(REAL(MPI_Dist_graph_neighbors_count)(comm, &in, &out, &weighted));
   if (kind == MPI_CART) {
     int nd = 0;
     REAL(MPI_Cartdim_get)(comm, &nd);

@@ -139,7 +139,7 @@ struct StagedCall final : transport::Completion {
   Pieces send, recv;
   Staged ss, rs;
   bool stage_send = false, stage_recv = false;
-  int finish() override;
+  Status finish() override;
 };
 
 // Whether side `p` must be staged (GPU memory, a derived type in the host
@@ -148,40 +148,40 @@ struct StagedCall final : transport::Completion {
 // type dtmpi cannot plan.
 bool needs_staging(const Pieces& p, Staged& s, HostPacking host = HostPacking::kWhereBetter);
 // Packed layout of a side needing staging: counts, displacements, packed
-// types, total bytes (no buffer yet). An MPI error code.
-int layout(const Pieces& p, Staged& s);
+// types, total bytes (no buffer yet).
+Status layout(const Pieces& p, Staged& s);
 // The pieces to pack (all, or the one InPlace names) against the layout.
 std::vector<pack::PieceRef> piece_refs(const Pieces& p, const Staged& s, InPlace only);
 
 // Classifies both sides and stages what must be; false: nothing to stage.
-// Returns an MPI error code in `rc` when staging failed.
-bool prepare(StagedCall& c, InPlace in_place, int& rc);
-// After the system MPI's call returned `rc`: finishes `c` now (blocking,
-// `request` null) or when `request` completes (non-blocking). Shared by the
-// staged collectives and the reductions.
+Result<bool> prepare(StagedCall& c, InPlace in_place);
 // At MPI_Finalize: frees the cached contiguous types of packed sizes.
 void free_packed_types();
 
-int complete(std::shared_ptr<transport::Completion> c, MPI_Comm comm, MPI_Request* request, int rc);
+// After the system MPI's call ended with `called`: finishes `c` now
+// (blocking, `request` null) or when `request` completes (non-blocking).
+// Shared by the staged collectives and the reductions.
+Status complete(std::shared_ptr<transport::Completion> c, MPI_Request* request, Status called);
 
-// Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`
-// calls the system MPI with a staged side's layout where not null and the
-// user's arguments otherwise; `req` null: the blocking form.
 // Whether some piece of `p` could be staged (its datatypes alone decide; no
 // pointer query): else the call goes to the system MPI with nothing allocated.
 bool may_stage_side(const Pieces& p);
 
+// Runs a collective: `call(Staged* send, Staged* recv, MPI_Request* req)`
+// calls the system MPI with a staged side's layout where not null and the
+// user's arguments otherwise, and returns its code; `req` null: the blocking
+// form.
 template <class Call>
-int run_collective(Pieces send, Pieces recv, InPlace in_place, MPI_Comm comm, MPI_Request* request, Call call) {
-  if (!may_stage_side(send) && !may_stage_side(recv)) return call(nullptr, nullptr, request);
+Status run_collective(Pieces send, Pieces recv, InPlace in_place, MPI_Request* request, Call call) {
+  if (!may_stage_side(send) && !may_stage_side(recv)) return DTMPI_MPI_FORWARD(call(nullptr, nullptr, request));
   auto c = std::make_shared<StagedCall>();
   c->send = std::move(send);
   c->recv = std::move(recv);
-  int rc = MPI_SUCCESS;
-  if (!prepare(*c, in_place, rc)) return call(nullptr, nullptr, request);
-  if (rc != MPI_SUCCESS) return raise(comm, rc);
-  rc = call(c->stage_send ? &c->ss : nullptr, c->stage_recv ? &c->rs : nullptr, request);
-  return complete(std::move(c), comm, request, rc);
+  auto staged = prepare(*c, in_place);
+  if (!staged) return staged.error();
+  if (!staged.value()) return DTMPI_MPI_FORWARD(call(nullptr, nullptr, request));
+  Status called = DTMPI_MPI_FORWARD(call(c->stage_send ? &c->ss : nullptr, c->stage_recv ? &c->rs : nullptr, request));
+  return complete(std::move(c), request, std::move(called));
 }
 
 // Peers of a collective on `comm` (the remote group of an intercommunicator).

@@ -1,5 +1,6 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize.
 #include "base/log.hpp"
+#include "interpose/boundary.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
@@ -26,17 +27,17 @@ void initialized() {
 }  // namespace
 
 DTMPI_EXPORT int MPI_Init(int* argc, char*** argv) {
-  int rc = REAL(MPI_Init)(argc, argv);
-  if (rc == MPI_SUCCESS && dtmpi::runtime::active()) initialized();
-  return rc;
+  dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Init)(argc, argv));
+  if (s && dtmpi::runtime::active()) initialized();
+  return dtmpi::interpose::result(s);
 }
 
 DTMPI_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   // Everything dtmpi keeps (plan cache, counters) is thread-safe, so any level
   // the system MPI grants is passed on unchanged.
-  int rc = REAL(MPI_Init_thread)(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS && dtmpi::runtime::active()) initialized();
-  return rc;
+  dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Init_thread)(argc, argv, required, provided));
+  if (s && dtmpi::runtime::active()) initialized();
+  return dtmpi::interpose::result(s);
 }
 
 DTMPI_EXPORT int MPI_Finalize() {

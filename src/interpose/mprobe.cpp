@@ -26,7 +26,9 @@
 
 namespace rt = dtmpi::runtime;
 namespace tp = dtmpi::transport;
-using dtmpi::interpose::raise;
+using dtmpi::Error;
+using dtmpi::Status;
+using dtmpi::interpose::result;
 
 namespace {
 
@@ -56,17 +58,17 @@ void remember(MPI_Message m, MPI_Comm comm, std::unique_ptr<tp::Stashed> taken,
 // A message handle of dtmpi's own: zero bytes to itself, matched. The send
 // stays in `send` until the stand-in is received (MPICH completes a send to
 // itself only then).
-int stand_in(MPI_Message* out, MPI_Request* send) {
+Status stand_in(MPI_Message* out, MPI_Request* send) {
   auto& t = stand_ins();
   MPI_Comm self;
   {
     std::lock_guard lock(t.mu);
-    if (t.self == MPI_COMM_NULL)
-      if (int rc = REAL(MPI_Comm_dup)(MPI_COMM_SELF, &t.self); rc != MPI_SUCCESS) return rc;
+    if (t.self == MPI_COMM_NULL) DTMPI_MPI_CHECK(REAL(MPI_Comm_dup)(MPI_COMM_SELF, &t.self));
     self = t.self;
   }
-  if (int rc = REAL(MPI_Isend)(nullptr, 0, MPI_BYTE, 0, 0, self, send); rc != MPI_SUCCESS) return rc;
-  return REAL(MPI_Mprobe)(0, 0, self, out, MPI_STATUS_IGNORE);
+  DTMPI_MPI_CHECK(REAL(MPI_Isend)(nullptr, 0, MPI_BYTE, 0, 0, self, send));
+  DTMPI_MPI_CHECK(REAL(MPI_Mprobe)(0, 0, self, out, MPI_STATUS_IGNORE));
+  return dtmpi::ok_status();
 }
 
 // Receives a stand-in message and completes its send.
@@ -77,71 +79,77 @@ void retire(MPI_Message* message, Matched& m) {
 
 // Gives the application a message dtmpi holds; `seen`: the status of the
 // system MPI's probe that took it just now (else null: an earlier probe did).
-int hand_out(tp::Stashed e, int* flag, MPI_Message* message, MPI_Status* status, const MPI_Status* seen = nullptr) {
+Status hand_out(tp::Stashed e, int* flag, MPI_Message* message, MPI_Status* status, const MPI_Status* seen = nullptr) {
   const MPI_Comm comm = e.comm;
   if (seen)
     tp::probed_status_of(e, *seen, status);
   else
     tp::status_of(e, status, rt::ErrorWrites::kImprobe);
   MPI_Request send = MPI_REQUEST_NULL;
-  if (int rc = stand_in(message, &send); rc != MPI_SUCCESS) return raise(comm, rc);
+  DTMPI_TRY(stand_in(message, &send));
   remember(*message, comm, std::make_unique<tp::Stashed>(std::move(e)), send);
   *flag = 1;
-  return MPI_SUCCESS;
+  return dtmpi::ok_status();
 }
 
-}  // namespace
-
-DTMPI_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
-                             MPI_Status* status) {
-  if (!rt::active()) return REAL(MPI_Improbe)(source, tag, comm, flag, message, status);
+// MPI_Improbe (for MPI_Mprobe too).
+Status improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
+  if (!rt::active()) return DTMPI_MPI_FORWARD(REAL(MPI_Improbe)(source, tag, comm, flag, message, status));
   tp::poll();
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag)) return hand_out(std::move(*e), flag, message, status);
   MPI_Status st = rt::seeded(status);  // fields the probe leaves alone stay the application's
-  int rc = REAL(MPI_Improbe)(source, tag, comm, flag, message, &st);
-  if (rc != MPI_SUCCESS || !*flag) {
+  Status probed = DTMPI_MPI_FORWARD(REAL(MPI_Improbe)(source, tag, comm, flag, message, &st));
+  if (!probed || !*flag) {
     rt::give_back(st, status);
-    return rc;
+    return probed;
   }
   if (*message != MPI_MESSAGE_NO_PROC) rt::observe_error_write(rt::ErrorWrites::kImprobe, st);
   MPI_Count bytes = 0;
   REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &bytes);
   if (bytes == tp::kDescriptorBytes && tp::descriptors_possible() && *message != MPI_MESSAGE_NO_PROC) {
     tp::Stashed e;  // maybe a descriptor: read it now, report the real size
-    if (dtmpi::Status got = tp::read_matched(message, comm, st, e); !got) return dtmpi::interpose::result(comm, got);
+    DTMPI_TRY(tp::read_matched(message, comm, st, e));
     return hand_out(std::move(e), flag, message, status, &st);
   }
   remember(*message, comm, nullptr);
   rt::give_back(st, status);
-  return rc;
+  return probed;
+}
+
+}  // namespace
+
+DTMPI_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
+  return result(comm, improbe(source, tag, comm, flag, message, status));
 }
 
 DTMPI_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
   if (!rt::active()) return REAL(MPI_Mprobe)(source, tag, comm, message, status);
   if (!tp::descriptors_possible() && !tp::stash_any() && !tp::busy()) {
-    const int rc = REAL(MPI_Mprobe)(source, tag, comm, message, status);
-    if (rc == MPI_SUCCESS) remember(*message, comm, nullptr);
-    return rc;
+    Status probed = DTMPI_MPI_FORWARD(REAL(MPI_Mprobe)(source, tag, comm, message, status));
+    if (probed) remember(*message, comm, nullptr);
+    return result(comm, probed);
   }
   for (;;) {  // polling, so that dtmpi's transfers progress meanwhile
     int flag = 0;
-    const int rc = MPI_Improbe(source, tag, comm, &flag, message, status);
-    if (rc != MPI_SUCCESS || flag) return rc;
+    Status probed = improbe(source, tag, comm, &flag, message, status);
+    if (!probed || flag) return result(comm, probed);
   }
 }
 
 namespace {
 
-// MPI_Mrecv (`request` null: blocking, `status` filled) and MPI_Imrecv.
-int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status,
-                    MPI_Request* request) {
+// MPI_Mrecv (`request` null: blocking, `status` filled) and MPI_Imrecv, on
+// the communicator of the message (`comm`: its probe's, once known).
+Status matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status,
+                       MPI_Request* request, MPI_Comm& comm) {
   auto pass_through = [&] {
-    return request ? REAL(MPI_Imrecv)(buf, count, type, message, request)
-                   : REAL(MPI_Mrecv)(buf, count, type, message, status);
+    return DTMPI_MPI_FORWARD(request ? REAL(MPI_Imrecv)(buf, count, type, message, request)
+                                     : REAL(MPI_Mrecv)(buf, count, type, message, status));
   };
   std::shared_ptr<Matched> m = rt::active() && message ? tp::ledger::take_matched(*message) : nullptr;
   if (!m) return pass_through();
+  comm = m->comm;
   tp::poll();
   if (m->taken) {
     retire(message, *m);
@@ -150,19 +158,25 @@ int matched_receive(void* buf, int count, MPI_Datatype type, MPI_Message* messag
   }
   dtmpi::interpose::RecvRoute r;
   if (!dtmpi::interpose::route_receive(buf, count, type, r) || !r.staged) {
-    if (r.buffer.refused) return dtmpi::interpose::refuse(m->comm, r.buffer);
+    if (r.buffer.refused) return dtmpi::interpose::refusal(r.buffer);
     return pass_through();
   }
   const tp::Arrival from{MPI_ANY_SOURCE, MPI_ANY_TAG, message};
-  return dtmpi::interpose::result(m->comm, tp::receive(r, m->comm, from, status, request));
+  return tp::receive(r, m->comm, from, status, request);
 }
 
 }  // namespace
 
+// A message dtmpi does not know goes to the system MPI, which reports its
+// errors itself (its communicator is the system MPI's to know).
 DTMPI_EXPORT int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
-  return matched_receive(buf, count, type, message, status, nullptr);
+  MPI_Comm comm = MPI_COMM_WORLD;
+  Status received = matched_receive(buf, count, type, message, status, nullptr, comm);
+  return result(comm, received);
 }
 
 DTMPI_EXPORT int MPI_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Request* request) {
-  return matched_receive(buf, count, type, message, MPI_STATUS_IGNORE, request);
+  MPI_Comm comm = MPI_COMM_WORLD;
+  Status received = matched_receive(buf, count, type, message, MPI_STATUS_IGNORE, request, comm);
+  return result(comm, received);
 }

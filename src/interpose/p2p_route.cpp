@@ -74,13 +74,12 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   return false;
 }
 
-int refuse(MPI_Comm comm, const transport::UserBuffer& b) {
-  DTMPI_LOG(kError, "%s", b.refused == MPI_ERR_COUNT
+Error refusal(const transport::UserBuffer& b) {
+  return Error{b.refused, b.refused == MPI_ERR_COUNT
                               ? "a GPU buffer of more than 2 GiB of packed bytes: the system MPI is not CUDA-aware "
                                 "and dtmpi moves at most 2 GiB in one call (MPI_ERR_COUNT)"
                               : "a GPU buffer whose datatype dtmpi cannot plan: the system MPI is not CUDA-aware "
-                                "(MPI_ERR_TYPE)");
-  return raise(comm, b.refused);
+                                "(MPI_ERR_TYPE)"};
 }
 
 HostPacking receive_packing() {
@@ -133,24 +132,11 @@ bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBu
   return !rt::on_gpu(b.info) || b.plan;
 }
 
-int result(MPI_Comm comm, const Status& s) {
-  if (s) return MPI_SUCCESS;
-  const Error& e = s.error();
-  if (e.reported) return e.code;
-  if (!e.what.empty()) DTMPI_LOG(kError, "%s", e.what.c_str());
-  return raise(comm, e.code);
-}
-
-int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
-                 MPI_Request* request) {
+Status recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
+                    MPI_Request* request) {
   transport::UserBuffer b;
-  if (!describe_receive(buf, count, type, b)) return raise(comm, MPI_ERR_TYPE);
-  return result(comm, transport::receive_stashed(b, comm, e, status, request));
-}
-
-int raise(MPI_Comm comm, int code) {
-  REAL(MPI_Comm_call_errhandler)(comm, code);
-  return code;
+  if (!describe_receive(buf, count, type, b)) return Error{MPI_ERR_TYPE, ""};
+  return transport::receive_stashed(b, comm, e, status, request);
 }
 
 }  // namespace dtmpi::interpose

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include "base/result.hpp"
+#include "interpose/boundary.hpp"
 #include "runtime/buffer_hint.hpp"
 #include "type/registry.hpp"
 #include "transport/p2p.hpp"
@@ -22,8 +23,8 @@ enum class HostPacking { kWhereBetter, kNever };
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b,
                 HostPacking host = HostPacking::kWhereBetter);
 // The error of a call whose buffer must_stage refused (b.refused: GPU memory
-// neither dtmpi nor the system MPI can take): logs why, raises it on `comm`.
-int refuse(MPI_Comm comm, const transport::UserBuffer& b);
+// neither dtmpi nor the system MPI can take), saying why.
+Error refusal(const transport::UserBuffer& b);
 // Whether a buffer of `type` could be staged at all in this process, without
 // looking at the buffer: false lets a caller skip all staging work.
 bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
@@ -50,25 +51,13 @@ using transport::RecvRoute;
 bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r,
                    int64_t multi_min = transport::kMultiMin);
 
-// MPI_Irecv of one piece of a collective exchange (interpose/coll_p2p.cpp):
-// from transport::kInPlaceMin bytes on it may meet a descriptor, because the
-// sender's piece of the same size may be sent in place.
-int irecv_piece(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request);
-
 // Describes any receive buffer (for a message a probe took: it is delivered
 // by dtmpi whatever the memory). False if the type cannot be sized.
 bool describe_receive(void* buf, int count, MPI_Datatype type, transport::UserBuffer& b);
 
 // A receive of a message a probe took (transport/stash.hpp); `request`
 // null: blocking.
-int recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
-                 MPI_Request* request);
-
-// Passes `code` to the communicator's error handler and returns it.
-int raise(MPI_Comm comm, int code);
-// The boundary of the error idiom: the MPI code a call returns for `s`. An
-// Error is logged (where it says what failed) and passed to the
-// communicator's error handler, unless the system MPI already did (Error::reported).
-int result(MPI_Comm comm, const Status& s);
+Status recv_stashed(void* buf, int count, MPI_Datatype type, MPI_Comm comm, transport::Stashed& e, MPI_Status* status,
+                    MPI_Request* request);
 
 }  // namespace dtmpi::interpose

@@ -12,6 +12,8 @@
 
 #include "base/log.hpp"
 #include "base/trace.hpp"
+#include "interpose/boundary.hpp"
+#include "interpose/entries.hpp"
 #include "interpose/export.hpp"
 #include "pack/cpu_pack.hpp"
 #include "runtime/buffer_hint.hpp"
@@ -25,6 +27,9 @@
 #include "type/registry.hpp"
 
 namespace rt = dtmpi::runtime;
+using dtmpi::Error;
+using dtmpi::Result;
+using dtmpi::Status;
 using dtmpi::type::PackPlan;
 
 namespace {
@@ -64,24 +69,19 @@ const PackPlan* servable(int count, MPI_Datatype type, const void* user, const v
   return plan;
 }
 
-int raise(MPI_Comm comm, int code) {
-  REAL(MPI_Comm_call_errhandler)(comm, code);
-  return code;
-}
-
 // GPU memory with a type dtmpi cannot plan: the system MPI must not see it.
-int refuse(MPI_Comm comm, int code) {
-  DTMPI_LOG(kError, "MPI_Pack/MPI_Unpack on GPU memory with a datatype dtmpi cannot plan: the system MPI is not "
-                    "CUDA-aware");
-  return raise(comm, code);
+Error refusal(int code) {
+  return Error{code,
+               "MPI_Pack/MPI_Unpack on GPU memory with a datatype dtmpi cannot plan: the system MPI is not "
+               "CUDA-aware"};
 }
 
 enum class Direction { kPack, kUnpack };
-constexpr int kPassThrough = -1;  // serve(): the system MPI should do this call
 
-// Moves the bytes of one served call. Returns an MPI error code or kPassThrough.
-int serve(Direction dir, const PackPlan& plan, MPI_Datatype type, int count, const void* user, void* packed,
-          int64_t bytes, MPI_Comm comm) {
+// Moves the bytes of one served call: true once done, false where the system
+// MPI should do the call.
+Result<bool> serve(Direction dir, const PackPlan& plan, MPI_Datatype type, int count, const void* user, void* packed,
+                   int64_t bytes) {
   if (rt::gpu_enabled()) {
     // classify the first byte the type touches: `user` itself may lie outside
     // the allocation (positive lb, MPI_BOTTOM-style absolute displacements)
@@ -104,60 +104,72 @@ int serve(Direction dir, const PackPlan& plan, MPI_Datatype type, int count, con
                               : rt::gpu_unpack_queued(plan, count, packed, const_cast<void*>(user), ui))
                 : dir == Direction::kPack ? rt::gpu_pack(plan, count, user, ui, packed, pi)
                                           : rt::gpu_unpack(plan, count, packed, pi, const_cast<void*>(user), ui);
-      if (!st) {
-        DTMPI_LOG(kError, "%s on GPU memory failed: %s", dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack",
-                  st.error().what.c_str());
-        return raise(comm, MPI_ERR_OTHER);
-      }
+      if (!st)
+        return Error{MPI_ERR_OTHER, std::string(dir == Direction::kPack ? "MPI_Pack" : "MPI_Unpack") +
+                                        " on GPU memory failed: " + st.error().what};
       DTMPI_TRACE(dir == Direction::kPack ? "MPI_Pack: GPU done" : "MPI_Unpack: GPU done");
       rt::count(rt::Counter::kGpuPacks);
       if (queued) rt::count(rt::Counter::kGpuPacksQueued);
       rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
-      return MPI_SUCCESS;
+      return true;
     }
   }
-  if (!rt::config().host_pack) return kPassThrough;
+  if (!rt::config().host_pack) return false;
   if (dir == Direction::kPack)
     dtmpi::pack::pack_host(plan, count, user, packed);
   else
     dtmpi::pack::unpack_host(plan, count, packed, const_cast<void*>(user));
   rt::count(dir == Direction::kPack ? rt::Counter::kPacks : rt::Counter::kUnpacks);
   rt::count(rt::Counter::kPackedBytes, static_cast<uint64_t>(bytes));
-  return MPI_SUCCESS;
+  return true;
+}
+
+// MPI_Pack and MPI_Unpack: `user` (count, type) and the packed buffer of
+// `size` bytes, at *position; `forward()` is the system MPI's call.
+template <class Forward>
+Status pack_or_unpack(Direction dir, const void* user, int count, MPI_Datatype type, const void* packed, int size,
+                      int* position, MPI_Comm comm, Forward forward) {
+  int64_t bytes = 0;
+  int refused = 0;
+  if (const PackPlan* plan = servable(count, type, user, packed, position, comm, &bytes, &refused)) {
+    if (*position + bytes > size) return Error{MPI_ERR_TRUNCATE, ""};
+    auto served =
+        serve(dir, *plan, type, count, user, const_cast<char*>(static_cast<const char*>(packed)) + *position, bytes);
+    if (!served) return served.error();
+    if (served.value()) {
+      *position += static_cast<int>(bytes);
+      return dtmpi::ok_status();
+    }
+  }
+  if (refused) return refusal(refused);
+  if (rt::active()) rt::count(rt::Counter::kForwarded);
+  return DTMPI_MPI_FORWARD(forward());
 }
 
 }  // namespace
 
-DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
-                          int outsize, int* position, MPI_Comm comm) {
-  int64_t bytes = 0;
-  int refused = 0;
-  if (const PackPlan* plan = servable(incount, datatype, inbuf, outbuf, position, comm, &bytes, &refused)) {
-    if (*position + bytes > outsize) return raise(comm, MPI_ERR_TRUNCATE);
-    int rc = serve(Direction::kPack, *plan, datatype, incount, inbuf, static_cast<char*>(outbuf) + *position,
-                   bytes, comm);
-    if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
-    if (rc != kPassThrough) return rc;
-  }
-  if (refused) return refuse(comm, refused);
-  if (rt::active()) rt::count(rt::Counter::kForwarded);
-  return REAL(MPI_Pack)(inbuf, incount, datatype, outbuf, outsize, position, comm);
+namespace dtmpi::interpose {
+
+Status pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize, int* position,
+            MPI_Comm comm) {
+  return pack_or_unpack(Direction::kPack, inbuf, incount, datatype, outbuf, outsize, position, comm,
+                        [&] { return REAL(MPI_Pack)(inbuf, incount, datatype, outbuf, outsize, position, comm); });
+}
+
+}  // namespace dtmpi::interpose
+
+DTMPI_EXPORT int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
+                          int* position, MPI_Comm comm) {
+  return dtmpi::interpose::result(comm,
+                                  dtmpi::interpose::pack(inbuf, incount, datatype, outbuf, outsize, position, comm));
 }
 
 DTMPI_EXPORT int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm) {
-  int64_t bytes = 0;
-  int refused = 0;
-  if (const PackPlan* plan = servable(outcount, datatype, outbuf, inbuf, position, comm, &bytes, &refused)) {
-    if (*position + bytes > insize) return raise(comm, MPI_ERR_TRUNCATE);
-    int rc = serve(Direction::kUnpack, *plan, datatype, outcount, outbuf,
-                   const_cast<char*>(static_cast<const char*>(inbuf)) + *position, bytes, comm);
-    if (rc == MPI_SUCCESS) *position += static_cast<int>(bytes);
-    if (rc != kPassThrough) return rc;
-  }
-  if (refused) return refuse(comm, refused);
-  if (rt::active()) rt::count(rt::Counter::kForwarded);
-  return REAL(MPI_Unpack)(inbuf, insize, position, outbuf, outcount, datatype, comm);
+  return dtmpi::interpose::result(
+      comm, pack_or_unpack(Direction::kUnpack, outbuf, outcount, datatype, inbuf, insize, position, comm, [&] {
+        return REAL(MPI_Unpack)(inbuf, insize, position, outbuf, outcount, datatype, comm);
+      }));
 }
 
 DTMPI_EXPORT int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {

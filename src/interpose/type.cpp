@@ -1,5 +1,6 @@
 // Datatype lifetime: committed types are noted at commit (their plans are
 // built at first use) and dropped at free.
+#include "interpose/boundary.hpp"
 #include "interpose/export.hpp"
 #include "runtime/lifecycle.hpp"
 #include "base/system_mpi.hpp"
@@ -8,9 +9,9 @@
 namespace rt = dtmpi::runtime;
 
 DTMPI_EXPORT int MPI_Type_commit(MPI_Datatype* type) {
-  int rc = REAL(MPI_Type_commit)(type);
-  if (rc == MPI_SUCCESS && rt::active()) dtmpi::type::note_commit(*type);
-  return rc;
+  dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Type_commit)(type));
+  if (s && rt::active()) dtmpi::type::note_commit(*type);
+  return dtmpi::interpose::result(s);
 }
 
 // The plan goes before the handle: once the system MPI freed it, another
@@ -25,7 +26,7 @@ DTMPI_EXPORT int MPI_Type_free(MPI_Datatype* type) {
 }
 
 DTMPI_EXPORT int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  int rc = REAL(MPI_Type_dup)(oldtype, newtype);
-  if (rc == MPI_SUCCESS && rt::active()) dtmpi::type::share_plan(oldtype, *newtype);
-  return rc;
+  dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Type_dup)(oldtype, newtype));
+  if (s && rt::active()) dtmpi::type::share_plan(oldtype, *newtype);
+  return dtmpi::interpose::result(s);
 }

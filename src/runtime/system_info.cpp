@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include "base/result.hpp"
 #include "base/system_mpi.hpp"
 #include "runtime/config.hpp"
 
@@ -18,7 +19,7 @@ CudaAware mpi_cuda_aware() {
 std::string mpi_library_version() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
-  if (REAL(MPI_Get_library_version)(buf, &len) != MPI_SUCCESS) return "unknown";
+  if (!DTMPI_MPI_WARN(REAL(MPI_Get_library_version)(buf, &len))) return "unknown";
   std::string s(buf, static_cast<size_t>(len));
   auto nl = s.find('\n');
   if (nl != std::string::npos) s.resize(nl);

@@ -46,13 +46,12 @@ std::vector<int> place_vertices(const std::vector<Adjacency>& graph, const std::
   return vertex_of_rank;
 }
 
-int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency>& all) {
+Status gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency>& all) {
   int n = 0;
   REAL(MPI_Comm_size)(comm, &n);
   int deg[2] = {static_cast<int>(mine.sources.size()), static_cast<int>(mine.destinations.size())};
   std::vector<int> degs(static_cast<size_t>(2 * n));
-  int rc = REAL(MPI_Allgather)(deg, 2, MPI_INT, degs.data(), 2, MPI_INT, comm);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK_REPORTED(REAL(MPI_Allgather)(deg, 2, MPI_INT, degs.data(), 2, MPI_INT, comm));
   // one flat list per process: sources, source weights, destinations, destination weights
   std::vector<int> flat;
   flat.insert(flat.end(), mine.sources.begin(), mine.sources.end());
@@ -67,9 +66,8 @@ int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency
     total += counts[static_cast<size_t>(r)];
   }
   std::vector<int> everything(static_cast<size_t>(std::max(total, 1)));
-  rc = REAL(MPI_Allgatherv)(flat.data(), static_cast<int>(flat.size()), MPI_INT, everything.data(), counts.data(),
-                       displs.data(), MPI_INT, comm);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK_REPORTED(REAL(MPI_Allgatherv)(flat.data(), static_cast<int>(flat.size()), MPI_INT, everything.data(),
+                                                counts.data(), displs.data(), MPI_INT, comm));
   all.assign(static_cast<size_t>(n), Adjacency{});
   for (int r = 0; r < n; ++r) {
     const int in = degs[static_cast<size_t>(2 * r)], out = degs[static_cast<size_t>(2 * r + 1)];
@@ -80,25 +78,26 @@ int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency
     a.destinations.assign(p + 2 * in, p + 2 * in + out);
     a.destination_weights.assign(p + 2 * in + out, p + 2 * in + 2 * out);
   }
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
-int node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_of_rank) {
+Status node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_of_rank) {
   int n = 0, me = 0;
   REAL(MPI_Comm_size)(comm, &n);
   REAL(MPI_Comm_rank)(comm, &me);
   node_of_rank.resize(static_cast<size_t>(n));
   if (ranks_per_node > 0) {
     for (int r = 0; r < n; ++r) node_of_rank[static_cast<size_t>(r)] = r / ranks_per_node;
-    return MPI_SUCCESS;
+    return ok_status();
   }
   MPI_Comm node;
-  int rc = REAL(MPI_Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  if (rc != MPI_SUCCESS) return rc;
+  DTMPI_MPI_CHECK_REPORTED(REAL(MPI_Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   int leader = me;
-  REAL(MPI_Allreduce)(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
+  Status reduced = DTMPI_MPI_STATUS_REPORTED(REAL(MPI_Allreduce)(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node));
   REAL(MPI_Comm_free)(&node);
-  return REAL(MPI_Allgather)(&leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, comm);
+  DTMPI_TRY(reduced);
+  DTMPI_MPI_CHECK_REPORTED(REAL(MPI_Allgather)(&leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, comm));
+  return ok_status();
 }
 
 }  // namespace dtmpi::topology

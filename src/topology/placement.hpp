@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/result.hpp"
+
 namespace dtmpi::topology {
 
 // One process's declaration: its in- and out-neighbors with weights (1 when unweighted).
@@ -26,11 +28,12 @@ struct Adjacency {
 // Returns an empty vector when nodes are not all the same size (then nothing is reordered).
 std::vector<int> place_vertices(const std::vector<Adjacency>& graph, const std::vector<int>& node_of_rank);
 
-// Collective: gathers every process's adjacency (`mine`) over `comm`.
-int gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency>& all);
+// Collective: gathers every process's adjacency (`mine`) over `comm`. Errors
+// are the system MPI's on `comm` (reported), as in node_of_ranks.
+Status gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjacency>& all);
 
 // Node of every rank of `comm`: DTMPI_RANKS_PER_NODE consecutive ranks per
 // (emulated) node when set, else MPI_COMM_TYPE_SHARED. Collective.
-int node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_of_rank);
+Status node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_of_rank);
 
 }  // namespace dtmpi::topology

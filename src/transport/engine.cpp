@@ -24,7 +24,7 @@ struct GrequestState {
   std::atomic<int> refs{2};
   Operation* op = nullptr;  // guarded by Engine::mu; null once finished
   MPI_Request request = MPI_REQUEST_NULL;  // the application's handle
-  int error = MPI_SUCCESS;
+  Status outcome = ok_status();            // the operation's error, as query_fn hands it to the system MPI
   MPI_Status status{};  // the operation's result (MPI_ERROR aside)
 };
 
@@ -63,9 +63,9 @@ thread_local std::vector<std::pair<MPI_Request, int>> t_failed;
 int query_fn(void* extra, MPI_Status* status) {
   auto* s = static_cast<GrequestState*>(extra);
   *status = s->status;
-  status->MPI_ERROR = s->error;
-  if (s->error != MPI_SUCCESS) t_failed.emplace_back(s->request, s->error);  // rc-compare: an operation's recorded error
-  return s->error;
+  status->MPI_ERROR = code_of(s->outcome);
+  if (!s->outcome) t_failed.emplace_back(s->request, s->outcome.error().code);
+  return code_of(s->outcome);
 }
 
 int free_fn(void* extra) {
@@ -103,10 +103,10 @@ void result_status(const Operation& op, MPI_Status& into) {
 
 void begin_completions() { t_failed.clear(); }
 bool any_completed_errors() { return !t_failed.empty(); }
-int completed_error(MPI_Request request) {
+Status completed_error(MPI_Request request) {
   for (const auto& [r, e] : t_failed)
-    if (r == request) return e;
-  return MPI_SUCCESS;
+    if (r == request) return Error{e, "", true};
+  return ok_status();
 }
 
 void fill_status(const Operation& op, MPI_Status* status) {
@@ -134,7 +134,7 @@ void progress() {
     if (en.state) {
       GrequestState* s = en.state;
       result_status(*en.op, s->status);
-      s->error = en.op->error;
+      s->outcome = mpi_status(en.op->error, "", en.op->error_reported);
       s->op = nullptr;
       REAL(MPI_Grequest_complete)(en.request);
       unref(s);

@@ -71,8 +71,9 @@ Status start_with_request(std::unique_ptr<Operation> op, MPI_Request* request);
 void begin_completions();
 bool any_completed_errors();
 // The error the operation behind `request` ended with, if the last system call
-// of this thread completed it in error; else MPI_SUCCESS.
-int completed_error(MPI_Request request);
+// of this thread completed it in error (reported: that call passed an error
+// to the handler already); else success.
+Status completed_error(MPI_Request request);
 // Drives `op` (and everything else) to completion: blocking calls. Writes
 // `status` unless MPI_STATUS_IGNORE; returns op's error (Error::reported as
 // op.error_reported says).

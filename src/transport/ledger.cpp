@@ -151,7 +151,7 @@ namespace {
 bool landed(const PendingOp& op, const MPI_Status* st, int64_t& bytes, int64_t& elements) {
   int cancelled = 0;
   REAL(MPI_Test_cancelled)(st, &cancelled);
-  if (cancelled || st->MPI_ERROR != MPI_SUCCESS) return false;  // rc-compare: the receive's error, in its status
+  if (cancelled || !mpi_status(st->MPI_ERROR, "the receive, in its status")) return false;
   MPI_Count n = 0;
   REAL(MPI_Get_elements_x)(st, MPI_BYTE, &n);
   bytes = n;
@@ -164,9 +164,9 @@ bool landed(const PendingOp& op, const MPI_Status* st, int64_t& bytes, int64_t& 
 
 }  // namespace
 
-int finish_receive(PendingOp& op, MPI_Status* st) {
+Status finish_receive(PendingOp& op, MPI_Status* st) {
   int64_t bytes = 0, elements = 0;
-  if (!landed(op, st, bytes, elements)) return MPI_SUCCESS;
+  if (!landed(op, st, bytes, elements)) return ok_status();
   DTMPI_TRACE("recv: one message landed");
   // every byte that arrived is unpacked, also those of an element the message
   // ends inside (MPI fills the received prefix of the typemap)
@@ -179,12 +179,9 @@ int finish_receive(PendingOp& op, MPI_Status* st) {
   } else if (bytes > 0) {
     done = stage_in_bytes(*op.plan, bytes, op.staging, op.user, op.user_info, op.via_device);
   }
-  if (!done) {
-    DTMPI_LOG(kError, "unpacking a received message failed: %s", done.error().what.c_str());
-    return MPI_ERR_OTHER;
-  }
+  if (!done) return Error{MPI_ERR_OTHER, "unpacking a received message failed: " + done.error().what};
   DTMPI_TRACE("recv: one message unpacked");
-  return MPI_SUCCESS;
+  return ok_status();
 }
 
 namespace ledger {
@@ -209,21 +206,30 @@ bool take_one(MPI_Request req, PendingOp& op) {
 
 // The rest of a taken op once its request completed with `status`: the
 // unpack of a receive (unless `unpacked` already), the wait for a send's
-// pack, its buffers returned. Returns an MPI error code.
-int finish_op(PendingOp& op, MPI_Status* status, bool unpacked) {
-  int rc = MPI_SUCCESS;
-  if (op.kind == PendingOp::Kind::kRecv && !unpacked) rc = finish_receive(op, status);
-  if (op.kind == PendingOp::Kind::kCompletion && op.completion) rc = op.completion->finish();
+// pack, its buffers returned.
+Status finish_op(PendingOp& op, MPI_Status* status, bool unpacked) {
+  Status done = ok_status();
+  if (op.kind == PendingOp::Kind::kRecv && !unpacked) done = finish_receive(op, status);
+  if (op.kind == PendingOp::Kind::kCompletion && op.completion) done = op.completion->finish();
   if (op.reading) {
-    if (auto done = rt::wait_marker(op.reading); !done) {
-      DTMPI_LOG(kError, "packing a GPU send buffer failed: %s", done.error().what.c_str());
-      rc = MPI_ERR_OTHER;
-    }
+    if (auto waited = rt::wait_marker(op.reading); !waited)
+      done = Error{MPI_ERR_OTHER, "packing a GPU send buffer failed: " + waited.error().what};
     rt::release_marker(op.reading);
   }
   rt::release_staging(op.staging);
   rt::release_device_buffer(op.device);
-  return rc;
+  return done;
+}
+
+// Several requests' errors as one call's: the first is returned, the others
+// are logged here (nobody else sees them).
+void keep_first_error(Status& first, Status next) {
+  if (next) return;
+  if (first) {
+    first = std::move(next);
+    return;
+  }
+  if (!next.error().what.empty()) DTMPI_LOG(kError, "%s", next.error().what.c_str());
 }
 
 // The elements of a one-message receive that unpack_received can take
@@ -240,13 +246,13 @@ int64_t batchable_elements(const PendingOp& op, const MPI_Status* st) {
 
 }  // namespace
 
-int finish_tracked(MPI_Request req, MPI_Status* status) {
-  int rc = MPI_SUCCESS;
+Status finish_tracked(MPI_Request req, MPI_Status* status) {
+  Status done = ok_status();
   for (PendingOp op; take_one(req, op); op = PendingOp{}) {
     forget_tracked(table());
-    keep_first(rc, finish_op(op, status, false));
+    keep_first_error(done, finish_op(op, status, false));
   }
-  return rc;
+  return done;
 }
 
 ClaimedOps::ClaimedOps(const MPI_Request* reqs, int n) {
@@ -271,10 +277,10 @@ ClaimedOps::~ClaimedOps() {
     if (!e.done) t.entries.emplace(tracked_key(e.req), std::move(e.op));
 }
 
-int ClaimedOps::finish(int slot, MPI_Status* status) { return finish_all(&slot, status, 1); }
+Status ClaimedOps::finish(int slot, MPI_Status* status) { return finish_all(&slot, status, 1); }
 
-int ClaimedOps::finish_first(int n, MPI_Status* statuses) {
-  if (ops_.empty()) return MPI_SUCCESS;
+Status ClaimedOps::finish_first(int n, MPI_Status* statuses) {
+  if (ops_.empty()) return ok_status();
   // only the slots that carry ops: finish_all looks each one up
   std::vector<int> slots;
   std::vector<MPI_Status> sts;
@@ -282,12 +288,12 @@ int ClaimedOps::finish_first(int n, MPI_Status* statuses) {
     if (e.slot < n && (slots.empty() || slots.back() != e.slot)) slots.push_back(e.slot);
   sts.reserve(slots.size());
   for (int s : slots) sts.push_back(statuses[s]);
-  const int rc = finish_all(slots.data(), sts.data(), static_cast<int>(slots.size()));
+  Status done = finish_all(slots.data(), sts.data(), static_cast<int>(slots.size()));
   for (size_t k = 0; k < slots.size(); ++k) statuses[slots[k]] = sts[k];
-  return rc;
+  return done;
 }
 
-int ClaimedOps::finish_all(const int* slots, MPI_Status* statuses, int n) {
+Status ClaimedOps::finish_all(const int* slots, MPI_Status* statuses, int n) {
   struct Taken {
     Entry* entry;
     MPI_Status* status;
@@ -303,8 +309,8 @@ int ClaimedOps::finish_all(const int* slots, MPI_Status* statuses, int n) {
         taken.push_back({&e, &statuses[k]});
       }
   }
-  if (taken.empty()) return MPI_SUCCESS;
-  int rc = MPI_SUCCESS;
+  if (taken.empty()) return ok_status();
+  Status done = ok_status();
   // the one-message receives into GPU memory: one batched unpack (when more
   // than one, else the usual path)
   std::vector<rt::ReceivedPiece> pieces;
@@ -317,16 +323,12 @@ int ClaimedOps::finish_all(const int* slots, MPI_Status* statuses, int n) {
     }
   if (pieces.size() > 1) {
     DTMPI_TRACE("recv: one-message receives unpacked together");
-    if (auto ok = rt::unpack_received(pieces.data(), pieces.size()); !ok) {
-      DTMPI_LOG(kError, "unpacking received messages failed: %s", ok.error().what.c_str());
-      rc = MPI_ERR_OTHER;
-    }
+    if (auto ok = rt::unpack_received(pieces.data(), pieces.size()); !ok)
+      done = Error{MPI_ERR_OTHER, "unpacking received messages failed: " + ok.error().what};
     for (size_t k : which) taken[k].unpacked = true;
   }
-  for (auto& t : taken) {
-    keep_first(rc, finish_op(t.entry->op, t.status, t.unpacked));
-  }
-  return rc;
+  for (auto& t : taken) keep_first_error(done, finish_op(t.entry->op, t.status, t.unpacked));
+  return done;
 }
 
 bool detach(MPI_Request req) {
@@ -364,8 +366,9 @@ void progress_detached() {
       t.detached.pop_back();
       // the status of a freed request is not reported anywhere: finish below
       PendingOp& op = done.back().second;
-      if (op.kind == PendingOp::Kind::kRecv) finish_receive(op, &st);
-      if (op.completion) op.completion->finish();
+      Status finished = op.kind == PendingOp::Kind::kRecv ? finish_receive(op, &st) : ok_status();
+      if (op.completion) finished = op.completion->finish();
+      if (!finished && !finished.error().what.empty()) DTMPI_LOG(kError, "%s", finished.error().what.c_str());
     }
   }
   for (auto& d : done) {

@@ -43,7 +43,7 @@ struct MatchedMessage;     // transport/matched.hpp
 // unpacking; owns what must live until then).
 struct Completion {
   virtual ~Completion() = default;
-  virtual int finish() = 0;  // an MPI error code
+  virtual Status finish() = 0;
 };
 
 // dtmpi's work on a system MPI request.
@@ -110,14 +110,14 @@ class ClaimedOps {
   ClaimedOps& operator=(const ClaimedOps&) = delete;
   bool empty() const { return ops_.empty(); }
   // Request reqs[slot] completed with `status` (never null): finish its ops.
-  // MPI_ERR_PENDING statuses are skipped. Returns an MPI error code.
-  int finish(int slot, MPI_Status* status);
+  // MPI_ERR_PENDING statuses are skipped.
+  Status finish(int slot, MPI_Status* status);
   // Slots 0..n) all completed (statuses[i] for slot i): a Waitall/Testall.
-  int finish_first(int n, MPI_Status* statuses);
+  Status finish_first(int n, MPI_Status* statuses);
   // The requests reqs[slots[k]] completed with statuses[k], k < n: one-message
   // receives into GPU memory are unpacked by one batched launch. Returns the
-  // first error.
-  int finish_all(const int* slots, MPI_Status* statuses, int n);
+  // first error (the others are logged).
+  Status finish_all(const int* slots, MPI_Status* statuses, int n);
 
  private:
   struct Entry {
@@ -142,7 +142,7 @@ bool any_matched();
 
 // The system MPI reported `req` complete with `status` (never null), and the
 // handle is still valid (MPI_Request_get_status): finish its ops now.
-int finish_tracked(MPI_Request req, MPI_Status* status);
+Status finish_tracked(MPI_Request req, MPI_Status* status);
 // MPI_Request_free of a tracked request: keep the real request and finish it
 // from progress(). Returns true if `req` was tracked.
 bool detach(MPI_Request req);
@@ -151,6 +151,6 @@ bool detach(MPI_Request req);
 
 // Finishes a one-message receive staged in `op` whose status is `st` (shared
 // with the blocking paths): unpacks the bytes that arrived.
-int finish_receive(PendingOp& op, MPI_Status* st);
+Status finish_receive(PendingOp& op, MPI_Status* st);
 
 }  // namespace dtmpi::transport

@@ -20,15 +20,19 @@ namespace rt = dtmpi::runtime;
 
 namespace {
 
-// The system MPI's send of `n` packed bytes in `mode`; `request` null: blocking.
-int system_send(SendMode mode, const void* p, int n, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+// The system MPI's send of `n` packed bytes in `mode` on the application's
+// communicator (which reports its errors); `request` null: blocking.
+Status system_send(SendMode mode, const void* p, int n, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  int rc;
   if (!request)
-    return mode == SendMode::kSynchronous ? REAL(MPI_Ssend)(p, n, MPI_PACKED, dest, tag, comm)
-           : mode == SendMode::kBuffered  ? REAL(MPI_Bsend)(p, n, MPI_PACKED, dest, tag, comm)
-                                          : REAL(MPI_Send)(p, n, MPI_PACKED, dest, tag, comm);
-  return mode == SendMode::kSynchronous ? REAL(MPI_Issend)(p, n, MPI_PACKED, dest, tag, comm, request)
+    rc = mode == SendMode::kSynchronous ? REAL(MPI_Ssend)(p, n, MPI_PACKED, dest, tag, comm)
+         : mode == SendMode::kBuffered  ? REAL(MPI_Bsend)(p, n, MPI_PACKED, dest, tag, comm)
+                                        : REAL(MPI_Send)(p, n, MPI_PACKED, dest, tag, comm);
+  else
+    rc = mode == SendMode::kSynchronous ? REAL(MPI_Issend)(p, n, MPI_PACKED, dest, tag, comm, request)
          : mode == SendMode::kBuffered  ? REAL(MPI_Ibsend)(p, n, MPI_PACKED, dest, tag, comm, request)
                                         : REAL(MPI_Isend)(p, n, MPI_PACKED, dest, tag, comm, request);
+  return mpi_status(rc, "the system MPI's send of packed bytes", true);
 }
 
 Error pack_failed(const Error& e) { return Error{MPI_ERR_OTHER, "packing a GPU send buffer failed: " + e.what}; }
@@ -40,8 +44,7 @@ Status send_device(SendMode mode, const UserBuffer& b, int dest, int tag, MPI_Co
   PendingOp op;
   op.device = dev.value();
   rt::count(rt::Counter::kDeviceSends);
-  Status sent = mpi_status(system_send(mode, op.device.ptr, static_cast<int>(b.bytes), dest, tag, comm, request),
-                           "the system MPI's send of packed device bytes", true);
+  Status sent = system_send(mode, op.device.ptr, static_cast<int>(b.bytes), dest, tag, comm, request);
   if (!request || !sent) {
     rt::release_device_buffer(op.device);
     return sent;
@@ -64,8 +67,7 @@ Status send_one_message(SendMode mode, const UserBuffer& b, Method m, int dest, 
     return pack_failed(packed.error());
   }
   DTMPI_TRACE("send: staged (one message)");
-  Status sent = mpi_status(system_send(mode, st.ptr, static_cast<int>(b.bytes), dest, tag, comm, request),
-                           "the system MPI's send of packed bytes", true);
+  Status sent = system_send(mode, st.ptr, static_cast<int>(b.bytes), dest, tag, comm, request);
   if (!request || !sent) {
     rt::release_staging(st);
     return sent;
@@ -118,11 +120,11 @@ Status receive_one_message(const UserBuffer& b, MPI_Comm comm, const Arrival& fr
   MPI_Status seen = local;
   seen.MPI_ERROR = rc;
   const Status received = mpi_status(rc, "", true);  // comm's handler already ran
-  const int urc = received ? finish_receive(op, &seen) : MPI_SUCCESS;
+  Status unpacked = received ? finish_receive(op, &seen) : ok_status();
   release(op);
   rt::give_back(local, status);
   DTMPI_TRY(received);
-  return mpi_status(urc, "unpacking a received message");
+  return unpacked;
 }
 
 Status post_one_message(const UserBuffer& b, MPI_Comm comm, const Arrival& from, MPI_Request* request) {

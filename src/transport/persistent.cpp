@@ -115,28 +115,28 @@ HandleSwap::~HandleSwap() {
   }
 }
 
-bool free_handle(MPI_Request* request, int& rc) {
+bool free_handle(MPI_Request* request, Status& result) {
   if (request == nullptr || !ledger::any_persistent()) return false;
   auto p = ledger::take_persistent(*request);
   if (!p) return false;
-  rc = MPI_SUCCESS;
+  result = ok_status();
   if (p->active) {
     // MPI: an active persistent request may be freed; its operation completes
     // on its own (the ledger keeps and finishes what it tracks)
     MPI_Request inner = p->inner;
     set_inactive(*p);
-    if (!ledger::detach(inner)) rc = REAL(MPI_Request_free)(&inner);
+    if (!ledger::detach(inner)) result = DTMPI_MPI_STATUS_REPORTED(REAL(MPI_Request_free)(&inner));
   }
-  keep_first(rc, REAL(MPI_Request_free)(request));
+  result = first_error(std::move(result), DTMPI_MPI_FORWARD(REAL(MPI_Request_free)(request)));
   free_own_type(*p);
   return true;
 }
 
-bool cancel(MPI_Request request, int& rc) {
+bool cancel(MPI_Request request, Status& result) {
   if (!any_active()) return false;
   auto p = ledger::find_persistent(request);
   if (!p || !p->active) return false;
-  rc = REAL(MPI_Cancel)(&p->inner);
+  result = DTMPI_MPI_FORWARD(REAL(MPI_Cancel)(&p->inner));
   return true;
 }
 

@@ -75,10 +75,11 @@ class HandleSwap {
 };
 
 // MPI_Request_free / MPI_Cancel of a dtmpi persistent handle (true:
-// handled, `rc` set). An active one is freed as MPI says: its operation
-// completes on its own (the ledger keeps and finishes what it tracks).
-bool free_handle(MPI_Request* request, int& rc);
-bool cancel(MPI_Request request, int& rc);
+// handled, `result` set: the system MPI's calls', reported). An active one is
+// freed as MPI says: its operation completes on its own (the ledger keeps
+// and finishes what it tracks).
+bool free_handle(MPI_Request* request, Status& result);
+bool cancel(MPI_Request request, Status& result);
 // The request that stands for an active dtmpi persistent handle in calls
 // that look at it without completing it (MPI_Request_get_status); false if
 // `request` is not one.

@@ -183,8 +183,9 @@ void ReceiveOp::landed(MPI_Status& st) {
     state_ = State::kDone;
     return;
   }
-  if (st.MPI_ERROR != MPI_SUCCESS)  // rc-compare: the landing receive's own error, in its status
-    return fail(Error{st.MPI_ERROR, "", true});  // the system MPI's receive on comm_ reported it
+  // the landing receive's own error, in its status: the system MPI's receive
+  // on comm_ reported it
+  if (Status received = mpi_status(st.MPI_ERROR, "", true); !received) return fail(received.error());
   MPI_Count received = 0;
   REAL(MPI_Get_elements_x)(&st, MPI_BYTE, &received);
   bytes = received;
@@ -206,7 +207,7 @@ void ReceiveOp::begin_multi(const Descriptor& d) {
   if (d.total_bytes > b_.bytes) {  // longer than the receive: MPI_ERR_TRUNCATE, drain the sender
     bytes = rt::truncated_count(d.total_bytes, b_.bytes);
     rt::set_bytes(&status, bytes);
-    pending_error_ = MPI_ERR_TRUNCATE;
+    pending_ = Error{MPI_ERR_TRUNCATE, ""};
     if (d.wire == Wire::kPipelined) {
       auto st = rt::acquire_staging(static_cast<size_t>(std::min(d.chunk_bytes, d.total_bytes)));
       if (!st) return fail(Error{MPI_ERR_NO_MEM, ""});
@@ -462,7 +463,7 @@ bool ReceiveOp::step() {
         if (!flag) return false;
         ++chunks_copied_;
       }
-      error = pending_error_;
+      if (!pending_) fail(pending_.error());
       state_ = State::kDone;
       return true;
     case State::kPayload:
@@ -475,10 +476,7 @@ bool ReceiveOp::step() {
       auto done = rt::marker_done(markers_.back());
       if (done && !done.value()) return false;
       DTMPI_TRACE("recv: unpack done");
-      if (!done) {
-        DTMPI_LOG(kError, "unpacking over CUDA IPC failed: %s", done.error().what.c_str());
-        pending_error_ = MPI_ERR_OTHER;
-      }
+      if (!done) pending_ = Error{MPI_ERR_OTHER, "unpacking over CUDA IPC failed: " + done.error().what};
       send_ack(read_ack());
       state_ = State::kAck;
       return step();
@@ -487,7 +485,7 @@ bool ReceiveOp::step() {
       REAL(MPI_Test)(&ack_req_, &flag, MPI_STATUS_IGNORE);
       if (!flag) return false;
       DTMPI_TRACE("recv: ack sent");
-      if (pending_error_ != MPI_SUCCESS) error = pending_error_;  // rc-compare: an error kept until the ack went out
+      if (!pending_) fail(pending_.error());  // an error kept until the ack went out
       state_ = State::kDone;
       return true;
     case State::kDone:

@@ -87,7 +87,7 @@ Status send_multi(const UserBuffer& b, Method m, int dest, int dest_world, int t
 // kInPlaceMin, a method forced, memory CUDA cannot share): the caller sends
 // the usual way. From kInPlaceMin bytes, not kMultiMin: the receiver of a
 // collective's piece knows its size too and looks for a descriptor from there
-// (interpose::irecv_piece), which saves small pieces the synchronous
+// (interpose::irecv with kInPlaceMin), which saves small pieces the synchronous
 // one-message path (a launch and a wait on each side).
 Result<bool> send_in_place(const void* pooled, int64_t offset, int64_t bytes, const runtime::PointerInfo& info,
                            int dest, int tag, MPI_Comm comm, MPI_Request* request);
@@ -149,7 +149,7 @@ class ReceiveOp final : public Operation {
   int32_t ack_ = 0;
   MPI_Request ack_req_ = MPI_REQUEST_NULL;
   MPI_Request payload_req_ = MPI_REQUEST_NULL;
-  int pending_error_ = MPI_SUCCESS;
+  Status pending_ = ok_status();  // an error kept until the sender is answered
 };
 
 }  // namespace dtmpi::transport
