@@ -31,6 +31,17 @@ esac
 run() { timeout 240 "$mpiexec" -n 2 "$@" ./prog "${args[@]}"; }
 args=("$@")
 plain=$(run 2>&1) || { echo "FAIL: plain run: $plain"; exit 1; }
+if [ "$flavour" = mpich ] && [ "$binding" = f08 ]; then
+  # MPICH 4.0's mpi_f08 procedures call PMPI_* for Init, Finalize, Start,
+  # Startall, Wait, Waitany, Type_commit and 12 more of the functions dtmpi
+  # serves, but MPI_* for the buffer-taking ones: dtmpi serves half of such a
+  # program and misses the rest (its persistent requests started behind its
+  # back: wrong completions, seen as a wrong MPI_Waitany index in 1 of 3
+  # runs). Known, open in issue 26 (docs/fortran.md): not run preloaded until
+  # dtmpi defines MPICH's f08 entry points.
+  echo "skipped: MPICH's mpi_f08 binding bypasses dtmpi for 19 of the functions it serves (issue 26, docs/fortran.md)"
+  exit 77
+fi
 served=$(DTMPI_STATS=1 run "$here/../run-preloaded.sh" "$lib" 2>&1) || { echo "FAIL: preloaded run: $served"; exit 1; }
 # the program's own lines (timings aside) must be identical
 results() { grep -v -e '^\[dtmpi' -e '^time per' <<<"$1"; }
@@ -40,13 +51,6 @@ if [ "$(results "$plain")" != "$(results "$served")" ]; then
   exit 1
 fi
 results "$plain"
-if [ "$flavour" = mpich ] && [ "$binding" = f08 ]; then
-  # MPICH 4.0's mpi_f08 procedures call PMPI_* (Init, Finalize, Type_commit
-  # and ~270 more), so dtmpi does not see them: the results above are the
-  # system MPI's. Served only once dtmpi defines MPICH's f08 entry points.
-  echo "skipped: MPICH's mpi_f08 binding calls PMPI_* and bypasses dtmpi (docs/fortran.md); results identical"
-  exit 77
-fi
 failed=0
 stats=$(grep '^\[dtmpi stats rank [0-9]*\] types' <<<"$served")
 [ "$(wc -l <<<"$stats")" -eq 2 ] || { echo "FAIL: not 2 ranks' counters (MPI_Init/MPI_Finalize not served?): $served"; exit 1; }
