@@ -13,12 +13,16 @@
 #include <mpi.h>
 
 #define DTMPI_REAL_FUNCTIONS(X) \
+  X(MPI_Abort) \
+  X(MPI_Accumulate) \
   X(MPI_Allgather) \
   X(MPI_Allgatherv) \
+  X(MPI_Alloc_mem) \
   X(MPI_Allreduce) \
   X(MPI_Alltoall) \
   X(MPI_Alltoallv) \
   X(MPI_Alltoallw) \
+  X(MPI_Barrier) \
   X(MPI_Bcast) \
   X(MPI_Bsend) \
   X(MPI_Bsend_init) \
@@ -37,19 +41,26 @@
   X(MPI_Comm_remote_group) \
   X(MPI_Comm_remote_size) \
   X(MPI_Comm_set_attr) \
+  X(MPI_Comm_set_errhandler) \
   X(MPI_Comm_set_name) \
   X(MPI_Comm_size) \
   X(MPI_Comm_split) \
   X(MPI_Comm_split_type) \
   X(MPI_Comm_test_inter) \
+  X(MPI_Compare_and_swap) \
   X(MPI_Dist_graph_create) \
   X(MPI_Dist_graph_create_adjacent) \
   X(MPI_Dist_graph_neighbors) \
   X(MPI_Dist_graph_neighbors_count) \
+  X(MPI_Error_string) \
   X(MPI_Exscan) \
+  X(MPI_Fetch_and_op) \
   X(MPI_Finalize) \
+  X(MPI_Free_mem) \
   X(MPI_Gather) \
   X(MPI_Gatherv) \
+  X(MPI_Get) \
+  X(MPI_Get_accumulate) \
   X(MPI_Get_count) \
   X(MPI_Get_elements_x) \
   X(MPI_Get_library_version) \
@@ -66,6 +77,7 @@
   X(MPI_Ialltoall) \
   X(MPI_Ialltoallv) \
   X(MPI_Ialltoallw) \
+  X(MPI_Ibarrier) \
   X(MPI_Ibcast) \
   X(MPI_Ibsend) \
   X(MPI_Iexscan) \
@@ -78,6 +90,7 @@
   X(MPI_Ineighbor_alltoall) \
   X(MPI_Ineighbor_alltoallv) \
   X(MPI_Ineighbor_alltoallw) \
+  X(MPI_Info_create) \
   X(MPI_Init) \
   X(MPI_Init_thread) \
   X(MPI_Iprobe) \
@@ -101,7 +114,9 @@
   X(MPI_Pack) \
   X(MPI_Pack_size) \
   X(MPI_Probe) \
+  X(MPI_Put) \
   X(MPI_Query_thread) \
+  X(MPI_Raccumulate) \
   X(MPI_Recv) \
   X(MPI_Recv_init) \
   X(MPI_Reduce) \
@@ -110,6 +125,9 @@
   X(MPI_Reduce_scatter_block) \
   X(MPI_Request_free) \
   X(MPI_Request_get_status) \
+  X(MPI_Rget) \
+  X(MPI_Rget_accumulate) \
+  X(MPI_Rput) \
   X(MPI_Rsend) \
   X(MPI_Rsend_init) \
   X(MPI_Scan) \
@@ -148,7 +166,43 @@
   X(MPI_Wait) \
   X(MPI_Waitall) \
   X(MPI_Waitany) \
-  X(MPI_Waitsome)
+  X(MPI_Waitsome) \
+  X(MPI_Win_allocate) \
+  X(MPI_Win_attach) \
+  X(MPI_Win_call_errhandler) \
+  X(MPI_Win_complete) \
+  X(MPI_Win_create) \
+  X(MPI_Win_create_dynamic) \
+  X(MPI_Win_create_errhandler) \
+  X(MPI_Win_create_keyval) \
+  X(MPI_Win_delete_attr) \
+  X(MPI_Win_detach) \
+  X(MPI_Win_fence) \
+  X(MPI_Win_flush) \
+  X(MPI_Win_flush_all) \
+  X(MPI_Win_flush_local) \
+  X(MPI_Win_flush_local_all) \
+  X(MPI_Win_free) \
+  X(MPI_Win_free_keyval) \
+  X(MPI_Win_get_attr) \
+  X(MPI_Win_get_errhandler) \
+  X(MPI_Win_get_group) \
+  X(MPI_Win_get_info) \
+  X(MPI_Win_get_name) \
+  X(MPI_Win_lock) \
+  X(MPI_Win_lock_all) \
+  X(MPI_Win_post) \
+  X(MPI_Win_set_attr) \
+  X(MPI_Win_set_errhandler) \
+  X(MPI_Win_set_info) \
+  X(MPI_Win_set_name) \
+  X(MPI_Win_shared_query) \
+  X(MPI_Win_start) \
+  X(MPI_Win_sync) \
+  X(MPI_Win_test) \
+  X(MPI_Win_unlock) \
+  X(MPI_Win_unlock_all) \
+  X(MPI_Win_wait)
 
 // MPI-4 large-count forms, where the MPI has them (type/introspect.hpp).
 #ifdef DTMPI_HAVE_MPI_LARGE_COUNT

@@ -2,6 +2,7 @@
 
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
+#include "rma/window.hpp"
 
 namespace dtmpi::interpose {
 
@@ -21,6 +22,14 @@ int result(MPI_Comm comm, const Status& s) {
   log_error(e);
   REAL(MPI_Comm_call_errhandler)(comm, e.code);
   return e.code;
+}
+
+int result(rma::Window& win, const Status& s) {
+  if (s) return MPI_SUCCESS;
+  const Error& e = s.error();
+  if (e.reported) return e.code;
+  log_error(e);
+  return rma::raise(win, e.code < 0 ? MPI_ERR_OTHER : e.code);
 }
 
 int result(const Status& s) { return result(MPI_COMM_WORLD, s); }

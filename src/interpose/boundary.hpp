@@ -7,6 +7,10 @@
 
 #include "base/result.hpp"
 
+namespace dtmpi::rma {
+struct Window;
+}
+
 namespace dtmpi::interpose {
 
 // The MPI code a call on `comm` returns for `s`: MPI_SUCCESS; the code of an
@@ -17,6 +21,9 @@ int result(MPI_Comm comm, const Status& s);
 // The same for a call with no communicator (MPI_Init, MPI_Type_commit,
 // MPI_Reduce_local, ...): MPI_COMM_WORLD's error handler (MPI-3.1 sec. 8.3).
 int result(const Status& s);
+// The same for a call on a window dtmpi serves: the window's error handler
+// (MPI-3.1 sec. 8.3: errors of one-sided calls are raised on the window).
+int result(rma::Window& win, const Status& s);
 // The same for a completion call (the MPI_Wait* / MPI_Test* family,
 // MPI_Request_get_status), whose errors MPI raises on each request's
 // communicator: dtmpi's own work behind a request (an unpack, a

@@ -3,6 +3,7 @@
 #include "interpose/boundary.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
+#include "rma/progress_op.hpp"
 #include "runtime/lifecycle.hpp"
 #include "transport/ipc.hpp"
 #include "base/system_mpi.hpp"
@@ -42,6 +43,8 @@ DTMPI_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* pro
 
 DTMPI_EXPORT int MPI_Finalize() {
   if (dtmpi::runtime::active()) {
+    // windows the application did not free no longer keep the engine busy
+    dtmpi::rma::stop_progress_op();
     // transfers still in flight (sends the application no longer waits for)
     dtmpi::transport::ledger::drain();
     dtmpi::interpose::free_packed_types();

@@ -51,6 +51,10 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_RANKS_PER_NODE", "0",
      "placement (MPI_Dist_graph_create with reorder): ranks per node; 0 detects nodes, n emulates nodes of n "
      "consecutive ranks"},
+    {"DTMPI_RMA", "auto",
+     "one-sided communication: auto (dtmpi serves windows over GPU memory on any rank and dynamic windows while "
+     "GPUs are in use; host windows stay the system MPI's), all (dtmpi serves every window), off (the system MPI "
+     "serves every window; device memory in one is then an error) -- docs/rma.md"},
     {"DTMPI_TRACE", "",
      "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
      "(tools/trace_timeline.py merges them)"},
@@ -199,6 +203,7 @@ Config read_environment() {
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);
+  c.rma = choice("DTMPI_RMA", "auto", {"auto", "all", "off"}, {{"0", "off"}, {"1", "all"}});
   c.cache_dir = cache_dir();
   c.trace = text("DTMPI_TRACE");
   log::g_level.store(level_of(c.log));

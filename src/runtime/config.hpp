@@ -43,6 +43,10 @@ struct Config {
   // DTMPI_CACHE_DIR, else $XDG_CACHE_HOME/dtmpi, else $HOME/.cache/dtmpi,
   // else /tmp/dtmpi-cache: where the performance model is kept
   std::string cache_dir;
+  // DTMPI_RMA: auto (dtmpi serves windows whose memory is GPU memory on some
+  // rank, and dynamic windows while GPUs are in use), all (every window: the
+  // host test mode of the one-sided protocol), off (the system MPI's windows)
+  std::string rma = "auto";
   std::string trace;  // DTMPI_TRACE: path prefix of the trace files (empty: off; base/trace.hpp)
 };
 

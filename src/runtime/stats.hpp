@@ -30,6 +30,9 @@ enum class Counter : int {
   kStagingAcquired,    // staging buffers lent (acquire_staging) ...
   kStagingReleased,    // ... and returned: the difference at exit shows a leak
   kPackedBytes,
+  kRmaWindows,         // windows dtmpi serves (src/rma) ...
+  kRmaOps,             // ... one-sided operations issued on them ...
+  kRmaApplied,         // ... and applied at this rank as their target
   kCount
 };
 

@@ -1,0 +1,313 @@
+// The window registry, creation and freeing, attributes, names and error
+// handlers of the windows dtmpi serves (rma/window.hpp).
+#include "rma/window.hpp"
+
+#include <cstring>
+#include <type_traits>
+
+#include "base/log.hpp"
+#include "base/system_mpi.hpp"
+#include "rma/progress_op.hpp"
+#include "rma/sync.hpp"
+#include "runtime/config.hpp"
+#include "runtime/device.hpp"
+#include "runtime/stats.hpp"
+#include "transport/peers.hpp"
+
+namespace dtmpi::rma {
+
+std::atomic<int> g_windows{0};
+
+std::vector<Window*>& window_list() {
+  static std::vector<Window*>* list = new std::vector<Window*>;
+  return *list;
+}
+
+std::recursive_mutex& rma_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
+namespace {
+
+// Handles of dtmpi's windows: Open MPI's MPI_Win is a pointer, so the
+// Window's own address (never an ompi_win_t's); MPICH's is an int, so a
+// value whose top two bits are 00 -- MPICH's HANDLE_KIND_INVALID, which no
+// MPICH object ever has (its MPI_WIN_NULL is 0x20000000).
+constexpr uint32_t kIntHandleBase = 0x0D000000u;
+
+// Templates, so that the branch for the other MPI's handle type is discarded.
+template <class Handle>
+uintptr_t bits_of(Handle h) {
+  if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<uintptr_t>(h);
+  else return static_cast<uintptr_t>(static_cast<uint32_t>(h));
+}
+template <class Handle>
+Handle make_handle(Window* w, uint32_t id) {
+  if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<Handle>(w);
+  else return static_cast<Handle>(kIntHandleBase | (id & 0x00FFFFFFu));
+}
+uintptr_t key_of(MPI_Win win) { return bits_of(win); }
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<uintptr_t, std::unique_ptr<Window>> windows;
+  uint32_t next_id = 1;
+  std::map<int, std::pair<MPI_Win_delete_attr_function*, void*>> keyvals;
+  std::map<uintptr_t, MPI_Win_errhandler_function*> errhandlers;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: windows may outlive static destruction
+  return *r;
+}
+
+MPI_Win register_window(std::unique_ptr<Window> w) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  const MPI_Win h = make_handle<MPI_Win>(w.get(), r.next_id++);
+  w->handle = h;
+  window_list().push_back(w.get());
+  r.windows[key_of(h)] = std::move(w);
+  if (g_windows.fetch_add(1, std::memory_order_relaxed) == 0) start_progress_op();
+  runtime::count(runtime::Counter::kRmaWindows);
+  return h;
+}
+
+bool system_mpi_takes_device() { return transport::mpi_takes_device_memory(); }
+
+// MAX over `comm` of a local yes/no: every rank must decide alike.
+Result<bool> any_rank(bool mine, MPI_Comm comm) {
+  int in = mine ? 1 : 0, out = 0;
+  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(&in, &out, 1, MPI_INT, MPI_MAX, comm));
+  return out != 0;
+}
+
+Status setup(Window& w, MPI_Comm comm) {
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_dup)(comm, &w.comm));
+  // dtmpi's own traffic reports its errors to dtmpi, which raises them on the window
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_set_errhandler)(w.comm, MPI_ERRORS_RETURN));
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_rank)(w.comm, &w.rank));
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_size)(w.comm, &w.size));
+  int64_t mine[2] = {static_cast<int64_t>(w.bytes), w.disp_unit};
+  std::vector<int64_t> all(2 * static_cast<size_t>(w.size));
+  DTMPI_MPI_CHECK(REAL(MPI_Allgather)(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, w.comm));
+  w.peers.resize(static_cast<size_t>(w.size));
+  for (int i = 0; i < w.size; ++i) {
+    w.peers[static_cast<size_t>(i)].size = all[2 * static_cast<size_t>(i)];
+    w.peers[static_cast<size_t>(i)].disp_unit = static_cast<int>(all[2 * static_cast<size_t>(i) + 1]);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Window* find(MPI_Win win) {
+  if (g_windows.load(std::memory_order_relaxed) == 0) return nullptr;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  auto it = r.windows.find(key_of(win));
+  return it == r.windows.end() ? nullptr : it->second.get();
+}
+
+Result<bool> serve_create(const void* base, MPI_Aint size, MPI_Comm comm) {
+  const std::string& mode = runtime::config().rma;
+  if (mode == "off") return false;
+  if (mode == "all") return true;
+  const bool device = size > 0 && runtime::on_gpu(runtime::pointer_info(base)) && !system_mpi_takes_device();
+  return any_rank(device, comm);
+}
+
+bool serve_allocate() { return runtime::config().rma == "all"; }
+
+bool serve_dynamic() {
+  const std::string& mode = runtime::config().rma;
+  if (mode == "all") return true;
+  // device memory may be attached later; whether GPUs are in use is a
+  // job-wide fact (DTMPI_CUDA, the driver), so every rank decides alike
+  return mode == "auto" && runtime::pointer_kind_detail::g_classify.load() != 0 && !system_mpi_takes_device() &&
+         runtime::gpu_enabled();
+}
+
+Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor flavor, MPI_Win* win) {
+  if (size < 0 || disp_unit <= 0) return Error{MPI_ERR_ARG, "MPI_Win_create: negative size or disp_unit < 1"};
+  std::lock_guard lock(rma_mutex());
+  auto w = std::make_unique<Window>();
+  w->flavor = flavor;
+  w->flavor_attr = static_cast<int>(flavor);
+  w->base = flavor == Flavor::kDynamic ? MPI_BOTTOM : base;
+  w->bytes = flavor == Flavor::kDynamic ? 0 : size;
+  w->disp_unit = flavor == Flavor::kDynamic ? 1 : disp_unit;
+  w->info = runtime::pointer_info(base);
+  Status s = setup(*w, comm);
+  if (!s) {
+    if (w->comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->comm);
+    return s;
+  }
+  DTMPI_LOG(kDebug, "MPI_Win_create: dtmpi serves a window of %lld bytes (%s memory) over %d ranks",
+            static_cast<long long>(size), runtime::kind_name(w->info.kind), w->size);
+  *win = register_window(std::move(w));
+  return ok_status();
+}
+
+Status allocate(MPI_Aint size, int disp_unit, MPI_Comm comm, void* baseptr, MPI_Win* win) {
+  if (size < 0) return Error{MPI_ERR_SIZE, "MPI_Win_allocate: negative size"};
+  void* mem = nullptr;
+  DTMPI_MPI_CHECK(REAL(MPI_Alloc_mem)(size, MPI_INFO_NULL, &mem));
+  Status s = create(mem, size, disp_unit, comm, Flavor::kAllocate, win);
+  if (!s) {
+    REAL(MPI_Free_mem)(mem);
+    return s;
+  }
+  find(*win)->free_base = true;
+  std::memcpy(baseptr, &mem, sizeof mem);
+  return ok_status();
+}
+
+Status attach(Window& w, void* base, MPI_Aint size) {
+  if (w.flavor != Flavor::kDynamic) return Error{MPI_ERR_RMA_FLAVOR, "MPI_Win_attach on a window that is not dynamic"};
+  if (size < 0) return Error{MPI_ERR_SIZE, "MPI_Win_attach: negative size"};
+  std::lock_guard lock(rma_mutex());
+  const uintptr_t b = reinterpret_cast<uintptr_t>(base);
+  for (const Region& r : w.regions)
+    if (b < r.base + static_cast<uintptr_t>(r.bytes) && r.base < b + static_cast<uintptr_t>(size))
+      return Error{MPI_ERR_RMA_ATTACH, "MPI_Win_attach: the memory overlaps memory attached before"};
+  w.regions.push_back(Region{b, size, runtime::pointer_info(base)});
+  return ok_status();
+}
+
+Status detach(Window& w, const void* base) {
+  std::lock_guard lock(rma_mutex());
+  for (size_t i = 0; i < w.regions.size(); ++i)
+    if (w.regions[i].base == reinterpret_cast<uintptr_t>(base)) {
+      w.regions.erase(w.regions.begin() + static_cast<std::ptrdiff_t>(i));
+      return ok_status();
+    }
+  return Error{MPI_ERR_RMA_ATTACH, "MPI_Win_detach: no memory attached at that address"};
+}
+
+Status free_window(MPI_Win* win) {
+  Window* w = find(*win);
+  if (!w) return Error{MPI_ERR_WIN, "MPI_Win_free: not a window of dtmpi's"};
+  std::lock_guard lock(rma_mutex());
+  // MPI_Win_free synchronizes like a fence would: nobody frees memory a peer
+  // is still reading or writing (every rank's requests to it are handled)
+  for (int t = 0; t < w->size; ++t)
+    if (w->peers[static_cast<size_t>(t)].lock_type != 0)
+      return Error{MPI_ERR_RMA_SYNC, "MPI_Win_free with a lock still held"};
+  DTMPI_TRY(fence_sync(*w));
+  for (auto it = w->attributes.begin(); it != w->attributes.end();) {
+    const int keyval = it->first;
+    ++it;
+    DTMPI_TRY(delete_attr(*w, keyval));
+  }
+  wait_until([&] { return w->outgoing.empty(); });
+  REAL(MPI_Comm_free)(&w->comm);
+  if (w->free_base) REAL(MPI_Free_mem)(w->base);
+  Registry& r = registry();
+  {
+    std::lock_guard rl(r.mu);
+    auto& list = window_list();
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i] == w) list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+    r.windows.erase(key_of(*win));
+  }
+  g_windows.fetch_sub(1, std::memory_order_relaxed);
+  *win = MPI_WIN_NULL;
+  return ok_status();
+}
+
+Status get_attr(Window& w, int keyval, void* value, int* flag) {
+  void* out = nullptr;
+  *flag = 1;
+  if (keyval == MPI_WIN_BASE) out = w.base;
+  else if (keyval == MPI_WIN_SIZE) out = &w.bytes;
+  else if (keyval == MPI_WIN_DISP_UNIT) out = &w.disp_unit;
+  else if (keyval == MPI_WIN_CREATE_FLAVOR) out = &w.flavor_attr;
+  else if (keyval == MPI_WIN_MODEL) out = &w.model_attr;
+  else {
+    auto it = w.attributes.find(keyval);
+    if (it == w.attributes.end()) {
+      *flag = 0;
+      return ok_status();
+    }
+    out = it->second;
+  }
+  std::memcpy(value, &out, sizeof out);
+  return ok_status();
+}
+
+Status set_attr(Window& w, int keyval, void* value) {
+  if (keyval == MPI_WIN_BASE || keyval == MPI_WIN_SIZE || keyval == MPI_WIN_DISP_UNIT ||
+      keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL)
+    return Error{MPI_ERR_KEYVAL, "MPI_Win_set_attr of a predefined attribute"};
+  if (w.attributes.count(keyval)) DTMPI_TRY(delete_attr(w, keyval));
+  w.attributes[keyval] = value;
+  return ok_status();
+}
+
+Status delete_attr(Window& w, int keyval) {
+  auto it = w.attributes.find(keyval);
+  if (it == w.attributes.end()) return Error{MPI_ERR_KEYVAL, "MPI_Win_delete_attr: the window has no such attribute"};
+  void* value = it->second;
+  w.attributes.erase(it);
+  MPI_Win_delete_attr_function* del = nullptr;
+  void* extra = nullptr;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mu);
+    auto k = r.keyvals.find(keyval);
+    if (k != r.keyvals.end()) std::tie(del, extra) = k->second;
+  }
+  if (del && del != MPI_WIN_NULL_DELETE_FN) {
+    MPI_Win h = w.handle;
+    const int rc = del(h, keyval, value, extra);
+    if (rc != MPI_SUCCESS) return Error{rc, "a window attribute's delete callback failed", false};
+  }
+  return ok_status();
+}
+
+void note_keyval(int keyval, MPI_Win_delete_attr_function* del, void* extra) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.keyvals[keyval] = {del, extra};
+}
+
+void forget_keyval(int keyval) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.keyvals.erase(keyval);
+}
+
+void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.errhandlers[bits_of(e)] = fn;
+}
+
+int raise(Window& w, int code) {
+  if (code == MPI_SUCCESS || w.errhandler == MPI_ERRORS_RETURN) return code;
+  MPI_Win_errhandler_function* fn = nullptr;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mu);
+    auto it = r.errhandlers.find(bits_of(w.errhandler));
+    if (it != r.errhandlers.end()) fn = it->second;
+  }
+  if (fn) {
+    MPI_Win h = w.handle;
+    int c = code;
+    fn(&h, &c);
+    return code;
+  }
+  // MPI_ERRORS_ARE_FATAL (the default of windows), MPI_ERRORS_ABORT, or a
+  // handler dtmpi did not see created
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (REAL(MPI_Error_string)(code, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "code %d", code);
+  DTMPI_LOG(kError, "error on a one-sided window (%s): aborting, as its error handler says", text);
+  REAL(MPI_Abort)(MPI_COMM_WORLD, code);
+  return code;
+}
+
+}  // namespace dtmpi::rma

@@ -1,0 +1,180 @@
+// Windows dtmpi serves (docs/rma.md): their memory, their peers' sizes, the
+// state of their epochs at this rank as origin and as target, and the
+// registry that tells dtmpi's windows from the system MPI's by handle.
+//
+// A window dtmpi serves has a handle of dtmpi's own making (the system MPI
+// never sees it): dtmpi's windows live where the system MPI's one-sided
+// components cannot (device memory they would dereference; MPIs whose
+// MPI_Win_create fails, as Open MPI 4.1.6's default components do on the GPU
+// machines), so every MPI_Win_* call is interposed and answers for dtmpi's
+// handles itself (interpose/rma_*.cpp).
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.hpp"
+#include "rma/protocol.hpp"
+#include "runtime/pointer_kind.hpp"
+#include "type/plan.hpp"
+
+namespace dtmpi::rma {
+
+// A message this rank sent (request or reply) and its bytes, kept until the
+// system MPI is done with them.
+struct Outgoing {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<unsigned char> bytes;
+};
+
+// A reply this rank (as origin) waits for: its receive, and what to do with
+// the bytes -- unpack a get's data into the origin buffer, or nothing (a
+// grant or acknowledgement).
+struct PendingReply {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<unsigned char> bytes;
+  std::shared_ptr<const type::PackPlan> plan;  // null: a control reply
+  int64_t count = 0;
+  void* user = nullptr;
+  runtime::PointerInfo user_info;
+  uint64_t seq = 0;
+};
+
+// This rank's view of one peer of a window.
+struct Peer {
+  int64_t size = 0;       // the peer's window size in bytes (not for dynamic windows)
+  int disp_unit = 1;
+  // as origin
+  std::map<const type::PackPlan*, int32_t> plan_ids;  // plans this peer has been sent
+  std::vector<std::shared_ptr<const type::PackPlan>> plans_kept;  // keeps those keys alive
+  std::deque<PendingReply> replies;  // in the order the peer will send them
+  uint64_t replies_posted = 0, replies_done = 0;
+  bool sent_in_epoch = false;        // a fence epoch's request went to this peer
+  bool sent_since_flush = false;
+  int lock_type = 0;                 // 0: no lock held on this peer
+  bool lock_nocheck = false;
+  // as target
+  std::vector<std::shared_ptr<const type::PackPlan>> plans;  // this peer's plans by id
+  int posts = 0;      // PSCW: posts received from this peer not yet consumed by a start
+  int completes = 0;  // PSCW: completes received not yet consumed by a wait
+};
+
+// Memory attached to a dynamic window.
+struct Region {
+  uintptr_t base = 0;
+  int64_t bytes = 0;
+  runtime::PointerInfo info;
+};
+
+enum class Flavor { kCreate = MPI_WIN_FLAVOR_CREATE, kAllocate = MPI_WIN_FLAVOR_ALLOCATE,
+                    kDynamic = MPI_WIN_FLAVOR_DYNAMIC };
+
+struct Window {
+  MPI_Win handle = MPI_WIN_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;  // private duplicate of the creating communicator
+  int rank = 0, size = 0;
+  Flavor flavor = Flavor::kCreate;
+  // local memory and the attribute values MPI_Win_get_attr points at
+  void* base = nullptr;
+  MPI_Aint bytes = 0;
+  int disp_unit = 1;
+  int flavor_attr = MPI_WIN_FLAVOR_CREATE;
+  int model_attr = MPI_WIN_SEPARATE;
+  runtime::PointerInfo info;
+  bool free_base = false;  // MPI_Win_allocate in DTMPI_RMA=all: memory from MPI_Alloc_mem
+  std::vector<Region> regions;
+  std::vector<Peer> peers;
+  // as target: the lock and who waits for it
+  int exclusive_holder = -1;
+  int shared_holders = 0;
+  std::deque<std::pair<int, int>> lock_queue;  // (origin, lock type)
+  int fence_marks = 0;                         // kFence messages received, not yet consumed
+  std::vector<int> post_group, start_group;    // PSCW groups in this window's ranks
+  std::deque<Outgoing> outgoing;
+  // An error of this rank's part of the protocol that no call was returning
+  // when it happened (a reply that failed to unpack, a request from a peer
+  // this rank could not apply): the next synchronization call on the window
+  // returns it.
+  int deferred_error = MPI_SUCCESS;
+  std::string deferred_what;
+  // MPI object state the application sets
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  std::string name;
+  std::map<int, void*> attributes;
+};
+
+// The one lock of dtmpi's one-sided layer (recursive: progress runs inside
+// the calls that hold it).
+std::recursive_mutex& rma_mutex();
+
+// Windows dtmpi serves right now (a relaxed load: zero keeps every MPI_Win_*
+// call of a program without such windows a plain forward).
+extern std::atomic<int> g_windows;
+// The window behind `win`, or null when the system MPI's.
+Window* find(MPI_Win win);
+
+// --- Creation (collective over `comm`) ---------------------------------------
+
+// Whether dtmpi serves a window over `base` (DTMPI_RMA; asks every rank).
+Result<bool> serve_create(const void* base, MPI_Aint size, MPI_Comm comm);
+// Whether dtmpi serves a window of this flavor without asking the memory.
+bool serve_allocate();
+bool serve_dynamic();
+Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor flavor, MPI_Win* win);
+Status allocate(MPI_Aint size, int disp_unit, MPI_Comm comm, void* baseptr, MPI_Win* win);
+Status attach(Window& w, void* base, MPI_Aint size);
+Status detach(Window& w, const void* base);
+// Completes what is in flight, frees the window (collective) and sets *win to MPI_WIN_NULL.
+Status free_window(MPI_Win* win);
+
+// --- Attributes, names, error handlers ---------------------------------------
+
+Status get_attr(Window& w, int keyval, void* value, int* flag);
+Status set_attr(Window& w, int keyval, void* value);
+Status delete_attr(Window& w, int keyval);
+void note_keyval(int keyval, MPI_Win_delete_attr_function* del, void* extra);
+void forget_keyval(int keyval);
+void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn);
+// Calls w's error handler with `code` (MPI_ERRORS_ARE_FATAL aborts); returns code.
+int raise(Window& w, int code);
+
+// --- Progress -----------------------------------------------------------------
+
+// Handles every request that arrived at any window, completes sends and
+// replies; never blocks. Called by every dtmpi entry while windows exist.
+void progress();
+// progress() until `done()` holds.
+template <class F>
+void wait_until(F done);
+void wait_until_fn(bool (*done)(void*), void* ctx);
+template <class F>
+void wait_until(F done) {
+  wait_until_fn([](void* c) { return (*static_cast<F*>(c))(); }, &done);
+}
+
+// Every window dtmpi serves (changed and read under rma_mutex()).
+std::vector<Window*>& window_list();
+
+// Sends a request message to `target` (header, optional plan, payload);
+// `operation`: it is an RMA operation of the current epoch (not a
+// synchronization message), which later fences and flushes must cover.
+Status send_request(Window& w, int target, std::vector<unsigned char> bytes, bool operation);
+// The header alone (synchronization messages).
+Status send_control(Window& w, int target, Kind kind, int32_t lock_type = 0);
+// The deferred error, if any, as a Status (and forgotten).
+Status take_deferred(Window& w);
+// Posts the receive of the next reply from `target` (bytes long); returns its sequence number.
+Result<uint64_t> expect_reply(Window& w, int target, PendingReply r, int64_t bytes);
+inline bool reply_done(const Window& w, int target, uint64_t seq) {
+  return w.peers[static_cast<size_t>(target)].replies_done >= seq;
+}
+
+}  // namespace dtmpi::rma
