@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang|sharedgpu|scope] [--quick]
+#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang|sharedgpu|scope|rma] [--quick]
 # `start` is a session's first call (under 10 minutes on a fresh machine):
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
@@ -20,6 +20,9 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  (a change that must not move the numbers)
   build | test | bench | pingpong | chunks | model | halo | trace | issue4 |
   toggles | packasync | batchhang | sharedgpu | latency |
+  rma            one-sided communication (issue 21): ctest -L rma (host and GPU windows against
+                 MPICH's results), mpi4py's RMA tests with CuPy when MPI4PY_TESTS is set,
+                 dtmpi-bench rma
   mpi4py         MPI4PY_TESTS=<mpi4py's test/ folder>: its suite with CuPy arrays, 2 ranks,
                  preloaded, next to the plain MPI with NumPy only (scripts/outsider-mpi4py.sh)
   scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
@@ -31,7 +34,7 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -168,6 +171,29 @@ if [ "$what" = issue4 ]; then
   for f in "1024 KiB" "4096 KiB" "65536 KiB"; do
     mpiexec -n 2 $build/bench/dtmpi-bench pingpong --gpu --quick --filter "$f" 2>&1 | grep -v "dtmpi warn"
   done | tee "$out/gpu-pingpong-issue4.txt"
+fi
+
+if [ "$what" = rma ]; then
+  # issue 21: one-sided communication on GPU memory (builds only what it runs)
+  [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
+  step "build dtmpi, rma_program ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
+  cmake --build $build -j "$(nproc)" --target dtmpi rma_program dtmpi-bench > "$out/build-rma.log" 2>&1 \
+    || { grep -E "error" -A5 "$out/build-rma.log" | head -40; exit 1; }
+  step "ctest -L rma: the random RMA program against MPICH's results, host (DTMPI_RMA=all) and GPU memory"
+  (cd $build && timeout 300 ctest -L rma -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-rma.log" \
+    | grep -E "Test +#|tests passed|Failed|Skipped|Timeout|seed")
+  if [ -n "${MPI4PY_TESTS:-}" ]; then
+    step "mpi4py's RMA tests (test_rma, test_rma_nb, test_win, test_msgspec) with CuPy, preloaded, 2 ranks"
+    for t in test_rma test_rma_nb test_win test_msgspec; do
+      OMPI_MCA_osc=pt2pt timeout 200 mpiexec -n 2 -x LD_PRELOAD="$(ls $PWD/$build/src/libdtmpi-*.so | head -1)" \
+        python3 "$MPI4PY_TESTS/main.py" --no-numba -q -i $t > "$out/m4p-rma-$t.log" 2>&1
+      echo "$t: exit $? $(grep -aE '^(Ran|OK|FAILED)' "$out/m4p-rma-$t.log" | tr '\n' ' ')"
+      grep -aE '^(FAIL|ERROR):' "$out/m4p-rma-$t.log" | sort | uniq -c | head -12
+    done
+  fi
+  step "dtmpi-bench rma: put/get/accumulate on GPU windows vs the same through host memory"
+  [ -x $build/bench/dtmpi-bench ] && timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench rma 2>&1 | tee "$out/rma-bench.txt" | tail -30
 fi
 
 if [ "$what" = mpi4py ]; then

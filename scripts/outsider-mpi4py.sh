@@ -17,7 +17,7 @@ usage() {
 case ${1:-} in --help | -h) usage; exit 0 ;; esac
 if [ $# -ne 3 ]; then usage >&2; echo "Run 'scripts/outsider-mpi4py.sh --help' for the usage." >&2; exit 2; fi
 build=$(cd "$1" && pwd); tests=$(cd "$2" && pwd); out=$3
-lib=$build/src/libdtmpi.so
+lib=$(ls "$build"/src/libdtmpi-*.so | head -1)
 [ -e "$lib" ] || { echo "no $lib" >&2; exit 1; }
 export OMPI_MCA_osc=pt2pt
 skip=(-e test_spawn -e test_dynproc)

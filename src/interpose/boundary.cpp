@@ -32,6 +32,16 @@ int result(rma::Window& win, const Status& s) {
   return rma::raise(win, e.code < 0 ? MPI_ERR_OTHER : e.code);
 }
 
+int win_result(MPI_Win win, const Status& s) {
+  if (s) return MPI_SUCCESS;
+  const Error& e = s.error();
+  if (e.reported) return e.code;
+  log_error(e);
+  const int code = e.code < 0 ? MPI_ERR_OTHER : e.code;
+  REAL(MPI_Win_call_errhandler)(win, code);
+  return code;
+}
+
 int result(const Status& s) { return result(MPI_COMM_WORLD, s); }
 
 int completion_result(const Status& s) {

@@ -24,6 +24,9 @@ int result(const Status& s);
 // The same for a call on a window dtmpi serves: the window's error handler
 // (MPI-3.1 sec. 8.3: errors of one-sided calls are raised on the window).
 int result(rma::Window& win, const Status& s);
+// The same for a call on a window the system MPI serves, where dtmpi failed
+// before or after the system MPI's part (a GPU buffer's host stand-in).
+int win_result(MPI_Win win, const Status& s);
 // The same for a completion call (the MPI_Wait* / MPI_Test* family,
 // MPI_Request_get_status), whose errors MPI raises on each request's
 // communicator: dtmpi's own work behind a request (an unpack, a

@@ -6,6 +6,7 @@
 #include "base/system_mpi.hpp"
 #include "interpose/boundary.hpp"
 #include "interpose/export.hpp"
+#include "rma/standin.hpp"
 #include "rma/window.hpp"
 #include "runtime/lifecycle.hpp"
 
@@ -49,6 +50,11 @@ DTMPI_EXPORT int MPI_Win_free(MPI_Win* win) {
   if (rma::Window* w = win ? rma::find(*win) : nullptr) {
     dtmpi::Status s = rma::free_window(win);
     return s ? MPI_SUCCESS : result(*w, s);
+  }
+  // the system MPI's window: its epochs are closed, stand-ins all written back
+  if (win) {
+    if (dtmpi::Status s = rma::stand_ins_completed(*win, rma::kAllTargets); !s)
+      return dtmpi::interpose::win_result(*win, s);
   }
   return REAL(MPI_Win_free)(win);
 }
