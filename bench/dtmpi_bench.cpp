@@ -13,6 +13,7 @@ int bench_pack(int argc, char** argv);
 int bench_latency(int argc, char** argv);
 int bench_placement(int argc, char** argv);
 int bench_halo(int argc, char** argv);
+int bench_rma(int argc, char** argv);
 int bench_commit(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
@@ -53,6 +54,10 @@ const std::vector<Command> kCommands = {
     {"model", "mpiexec -n 2 dtmpi-bench model",
      "does the performance model choose well: auto vs every forced method over >= 200 GPU cases (CUDA build, GPU)",
      {kQuick, kCsv}},
+    {"rma", "mpiexec -n 2 dtmpi-bench rma --gpu",
+     "one-sided put/get/accumulate (lock, op, unlock) on a window over GPU memory: dtmpi vs the manual host copy "
+     "+ send/recv vs the device-to-device copy limit (CUDA build, GPU)",
+     {{"--gpu", nullptr, "required: the window is in device memory"}, kQuick}},
     {"placement", "dtmpi-bench placement",
      "placement of 3D stencil rank grids (8-3072 ranks): inter-node halo weight before/after dtmpi's partition",
      {kQuick}},
@@ -134,6 +139,12 @@ int main(int argc, char** argv) {
   } else if (argc > 1 && std::strcmp(argv[1], "pingpong") == 0 && has_flag(argc, argv, "--gpu")) {
 #ifdef DTMPI_BENCH_GPU
     rc = dtmpi::bench::bench_gpu_pingpong(argc - 1, argv + 1);
+#else
+    std::fprintf(stderr, "dtmpi-bench was built without CUDA\n");
+#endif
+  } else if (argc > 1 && std::strcmp(argv[1], "rma") == 0) {
+#ifdef DTMPI_BENCH_GPU
+    rc = dtmpi::bench::bench_rma(argc - 1, argv + 1);
 #else
     std::fprintf(stderr, "dtmpi-bench was built without CUDA\n");
 #endif

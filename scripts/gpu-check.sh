@@ -193,7 +193,7 @@ if [ "$what" = rma ]; then
     done
   fi
   step "dtmpi-bench rma: put/get/accumulate on GPU windows vs the same through host memory"
-  [ -x $build/bench/dtmpi-bench ] && timeout 120 mpiexec -n 2 $build/bench/dtmpi-bench rma 2>&1 | tee "$out/rma-bench.txt" | tail -30
+  [ -x $build/bench/dtmpi-bench ] && timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 | tee "$out/rma-bench.txt" | tail -30
 fi
 
 if [ "$what" = mpi4py ]; then

@@ -36,6 +36,7 @@
   X(MPI_Comm_free) \
   X(MPI_Comm_free_keyval) \
   X(MPI_Comm_get_attr) \
+  X(MPI_Comm_get_errhandler) \
   X(MPI_Comm_group) \
   X(MPI_Comm_rank) \
   X(MPI_Comm_remote_group) \
@@ -52,6 +53,7 @@
   X(MPI_Dist_graph_create_adjacent) \
   X(MPI_Dist_graph_neighbors) \
   X(MPI_Dist_graph_neighbors_count) \
+  X(MPI_Errhandler_free) \
   X(MPI_Error_string) \
   X(MPI_Exscan) \
   X(MPI_Fetch_and_op) \

@@ -25,14 +25,19 @@ DTMPI_EXPORT int MPI_Win_create(void* base, MPI_Aint size, int disp_unit, MPI_In
 DTMPI_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr,
                                   MPI_Win* win) {
   // MPI allocates a window's memory on the host: the system MPI's window,
-  // unless every window is dtmpi's (DTMPI_RMA=all)
-  if (!dtmpi::runtime::active() || !rma::serve_allocate())
-    return REAL(MPI_Win_allocate)(size, disp_unit, info, comm, baseptr, win);
+  // unless it cannot make one here or every window is dtmpi's (DTMPI_RMA=all)
+  if (!dtmpi::runtime::active()) return REAL(MPI_Win_allocate)(size, disp_unit, info, comm, baseptr, win);
+  auto serve = rma::serve_allocate(comm);
+  if (!serve) return result(comm, serve.error());
+  if (!serve.value()) return REAL(MPI_Win_allocate)(size, disp_unit, info, comm, baseptr, win);
   return result(comm, rma::allocate(size, disp_unit, comm, baseptr, win));
 }
 
 DTMPI_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win* win) {
-  if (!dtmpi::runtime::active() || !rma::serve_dynamic()) return REAL(MPI_Win_create_dynamic)(info, comm, win);
+  if (!dtmpi::runtime::active()) return REAL(MPI_Win_create_dynamic)(info, comm, win);
+  auto serve = rma::serve_dynamic(comm);
+  if (!serve) return result(comm, serve.error());
+  if (!serve.value()) return REAL(MPI_Win_create_dynamic)(info, comm, win);
   return result(comm, rma::create(nullptr, 0, 1, comm, rma::Flavor::kDynamic, win));
 }
 
@@ -117,18 +122,12 @@ DTMPI_EXPORT int MPI_Win_create_errhandler(MPI_Win_errhandler_function* fn, MPI_
 }
 
 DTMPI_EXPORT int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) {
-  if (rma::Window* w = rma::find(win)) {
-    w->errhandler = errhandler;
-    return MPI_SUCCESS;
-  }
+  if (rma::Window* w = rma::find(win)) return result(*w, rma::set_errhandler(*w, errhandler));
   return REAL(MPI_Win_set_errhandler)(win, errhandler);
 }
 
 DTMPI_EXPORT int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler* errhandler) {
-  if (rma::Window* w = rma::find(win)) {
-    *errhandler = w->errhandler;
-    return MPI_SUCCESS;
-  }
+  if (rma::Window* w = rma::find(win)) return result(*w, rma::get_errhandler(*w, errhandler));
   return REAL(MPI_Win_get_errhandler)(win, errhandler);
 }
 

@@ -84,7 +84,12 @@ Result<bool> any_rank(bool mine, MPI_Comm comm) {
 }
 
 Status setup(Window& w, MPI_Comm comm) {
-  DTMPI_MPI_CHECK(REAL(MPI_Comm_dup)(comm, &w.comm));
+  // a split, not a dup: MPI_Comm_dup copies the application's attributes
+  // (mpi4py's cached objects), whose delete callbacks would then run on
+  // dtmpi's private communicator at MPI_Win_free and free them twice
+  int rank = 0;
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_rank)(comm, &rank));
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_split)(comm, 0, rank, &w.comm));
   // dtmpi's own traffic reports its errors to dtmpi, which raises them on the window
   DTMPI_MPI_CHECK(REAL(MPI_Comm_set_errhandler)(w.comm, MPI_ERRORS_RETURN));
   DTMPI_MPI_CHECK(REAL(MPI_Comm_rank)(w.comm, &w.rank));
@@ -92,6 +97,8 @@ Status setup(Window& w, MPI_Comm comm) {
   int64_t mine[2] = {static_cast<int64_t>(w.bytes), w.disp_unit};
   std::vector<int64_t> all(2 * static_cast<size_t>(w.size));
   DTMPI_MPI_CHECK(REAL(MPI_Allgather)(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, w.comm));
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_split)(MPI_COMM_SELF, 0, 0, &w.errhandler_holder));
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_set_errhandler)(w.errhandler_holder, MPI_ERRORS_ARE_FATAL));
   w.peers.resize(static_cast<size_t>(w.size));
   for (int i = 0; i < w.size; ++i) {
     w.peers[static_cast<size_t>(i)].size = all[2 * static_cast<size_t>(i)];
@@ -110,23 +117,61 @@ Window* find(MPI_Win win) {
   return it == r.windows.end() ? nullptr : it->second.get();
 }
 
+namespace {
+
+// Whether the system MPI can create a window at all here (asked once, on
+// MPI_COMM_SELF, its errors returned): Open MPI 4.1's default one-sided
+// components fail MPI_Win_create on the GPU machines, and its osc/pt2pt
+// refuses MPI_THREAD_MULTIPLE (mpi4py's default), so such a job has no
+// one-sided communication unless dtmpi serves its windows.
+bool system_rma_usable() {
+  static const bool usable = [] {
+    MPI_Errhandler old = MPI_ERRHANDLER_NULL;
+    if (REAL(MPI_Comm_get_errhandler)(MPI_COMM_SELF, &old) != MPI_SUCCESS) return true;
+    REAL(MPI_Comm_set_errhandler)(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    static int64_t probe[1];
+    MPI_Win w = MPI_WIN_NULL;
+    const bool ok = REAL(MPI_Win_create)(probe, sizeof probe, 1, MPI_INFO_NULL, MPI_COMM_SELF, &w) == MPI_SUCCESS;
+    if (ok) REAL(MPI_Win_free)(&w);
+    REAL(MPI_Comm_set_errhandler)(MPI_COMM_SELF, old);
+    REAL(MPI_Errhandler_free)(&old);
+    if (!ok)
+      DTMPI_LOG(kInfo, "the system MPI cannot create one-sided windows here: dtmpi serves every window");
+    return ok;
+  }();
+  return usable;
+}
+
+// DTMPI_RMA=auto: dtmpi serves a window when some rank's memory is GPU memory
+// the system MPI cannot take (`device`), or when the system MPI's one-sided
+// communication is unusable on some rank; asked of every rank.
+Result<bool> serve_auto(bool device, MPI_Comm comm) {
+  const bool mine = (device && !system_mpi_takes_device()) || !system_rma_usable();
+  return any_rank(mine, comm);
+}
+
+}  // namespace
+
 Result<bool> serve_create(const void* base, MPI_Aint size, MPI_Comm comm) {
   const std::string& mode = runtime::config().rma;
   if (mode == "off") return false;
   if (mode == "all") return true;
-  const bool device = size > 0 && runtime::on_gpu(runtime::pointer_info(base)) && !system_mpi_takes_device();
-  return any_rank(device, comm);
+  return serve_auto(size > 0 && runtime::on_gpu(runtime::pointer_info(base)), comm);
 }
 
-bool serve_allocate() { return runtime::config().rma == "all"; }
-
-bool serve_dynamic() {
+Result<bool> serve_allocate(MPI_Comm comm) {
   const std::string& mode = runtime::config().rma;
+  if (mode == "off") return false;
   if (mode == "all") return true;
-  // device memory may be attached later; whether GPUs are in use is a
-  // job-wide fact (DTMPI_CUDA, the driver), so every rank decides alike
-  return mode == "auto" && runtime::pointer_kind_detail::g_classify.load() != 0 && !system_mpi_takes_device() &&
-         runtime::gpu_enabled();
+  return serve_auto(false, comm);  // MPI allocates host memory
+}
+
+Result<bool> serve_dynamic(MPI_Comm comm) {
+  const std::string& mode = runtime::config().rma;
+  if (mode == "off") return false;
+  if (mode == "all") return true;
+  // device memory may be attached later
+  return serve_auto(runtime::pointer_kind_detail::g_classify.load() != 0 && runtime::gpu_enabled(), comm);
 }
 
 Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor flavor, MPI_Win* win) {
@@ -142,6 +187,7 @@ Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor fl
   Status s = setup(*w, comm);
   if (!s) {
     if (w->comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->comm);
+    if (w->errhandler_holder != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->errhandler_holder);
     return s;
   }
   DTMPI_LOG(kDebug, "MPI_Win_create: dtmpi serves a window of %lld bytes (%s memory) over %d ranks",
@@ -203,6 +249,7 @@ Status free_window(MPI_Win* win) {
   }
   wait_until([&] { return w->outgoing.empty(); });
   REAL(MPI_Comm_free)(&w->comm);
+  REAL(MPI_Comm_free)(&w->errhandler_holder);
   if (w->free_base) REAL(MPI_Free_mem)(w->base);
   Registry& r = registry();
   {
@@ -283,6 +330,26 @@ void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   r.errhandlers[bits_of(e)] = fn;
+}
+
+namespace {
+bool predefined(MPI_Errhandler e) { return e == MPI_ERRORS_RETURN || e == MPI_ERRORS_ARE_FATAL; }
+}  // namespace
+
+Status set_errhandler(Window& w, MPI_Errhandler e) {
+  if (predefined(e)) DTMPI_MPI_CHECK(REAL(MPI_Comm_set_errhandler)(w.errhandler_holder, e));
+  w.errhandler = e;
+  return ok_status();
+}
+
+Status get_errhandler(Window& w, MPI_Errhandler* e) {
+  if (predefined(w.errhandler)) {
+    DTMPI_MPI_CHECK(REAL(MPI_Comm_get_errhandler)(w.errhandler_holder, e));  // a counted reference
+    return ok_status();
+  }
+  // a handler of the application's (MPI_Win_create_errhandler): its own handle
+  *e = w.errhandler;
+  return ok_status();
 }
 
 int raise(Window& w, int code) {

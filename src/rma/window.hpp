@@ -107,6 +107,10 @@ struct Window {
   std::string deferred_what;
   // MPI object state the application sets
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  // holds a predefined error handler for MPI_Win_get_errhandler, which must
+  // return a reference the application frees (Open MPI counts references of
+  // the predefined handlers too: one given out without a count is freed for good)
+  MPI_Comm errhandler_holder = MPI_COMM_NULL;
   std::string name;
   std::map<int, void*> attributes;
 };
@@ -125,9 +129,9 @@ Window* find(MPI_Win win);
 
 // Whether dtmpi serves a window over `base` (DTMPI_RMA; asks every rank).
 Result<bool> serve_create(const void* base, MPI_Aint size, MPI_Comm comm);
-// Whether dtmpi serves a window of this flavor without asking the memory.
-bool serve_allocate();
-bool serve_dynamic();
+// The same for windows MPI allocates (host memory) and dynamic windows.
+Result<bool> serve_allocate(MPI_Comm comm);
+Result<bool> serve_dynamic(MPI_Comm comm);
 Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor flavor, MPI_Win* win);
 Status allocate(MPI_Aint size, int disp_unit, MPI_Comm comm, void* baseptr, MPI_Win* win);
 Status attach(Window& w, void* base, MPI_Aint size);
@@ -143,6 +147,8 @@ Status delete_attr(Window& w, int keyval);
 void note_keyval(int keyval, MPI_Win_delete_attr_function* del, void* extra);
 void forget_keyval(int keyval);
 void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn);
+Status set_errhandler(Window& w, MPI_Errhandler e);
+Status get_errhandler(Window& w, MPI_Errhandler* e);
 // Calls w's error handler with `code` (MPI_ERRORS_ARE_FATAL aborts); returns code.
 int raise(Window& w, int code);
 
