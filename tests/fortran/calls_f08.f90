@@ -3,7 +3,7 @@
 ! libdtmpi-mpich defines them (issue 26); Open MPI's reach dtmpi through
 ! ompi_*_f. Covers what their conversions differ in: ierror omitted, LOGICAL
 ! in (periods, reorder) and out (flags), MPI_UNWEIGHTED / weights, statuses
-! (the cancelled bit too), 1-based indices, matched probes. Every result is
+! (the cancelled bit too), 1-based indices (Waitany too), matched probes. Every result is
 ! checked here; rank 0 prints a line that must be the same with and without
 ! dtmpi preloaded.
 program calls_f08
@@ -82,22 +82,32 @@ program calls_f08
   call MPI_Get_count(s, vec, cnt)
   if (cnt /= 1 .or. s%MPI_TAG /= 2) call fail('imrecv status')
 
-  ! Testany, then Waitsome on what is left (1-based indices)
+  ! Waitany twice (1-based indices). MPICH 4.0.2's own mpi_f08 Waitany,
+  ! Testany, Waitsome and Testsome return C's 0-based indices (its procedures
+  ! lack the + 1): accepted in a plain run and said on a 'note:' line, which
+  ! check-fortran.sh leaves out of the comparison and forbids in the preloaded
+  ! run (dtmpi's are 1-based)
+  call MPI_Irecv(b(6, 1), 1, vec, peer, 7, MPI_COMM_WORLD, reqs(1))
+  call MPI_Isend(a(1, 1), 1, vec, peer, 7, MPI_COMM_WORLD, reqs(2))
+  call MPI_Waitany(2, reqs, idx, s)
+  base = 1
+  if (idx >= 0 .and. idx < 2) then
+    if (reqs(idx + 1) == MPI_REQUEST_NULL .and. (idx == 0 .or. reqs(1) /= MPI_REQUEST_NULL)) base = 0
+  end if
+  if (base == 0 .and. me == 0) write (*, '(a)') 'note: MPI_Waitany/Testany/Waitsome/Testsome indices are 0-based (the MPI''s mpi_f08)'
+  idx = idx + 1 - base
+  if (idx < 1 .or. idx > 2 .or. reqs(idx) /= MPI_REQUEST_NULL) call fail('waitany index')
+  call MPI_Waitany(2, reqs, i, s)
+  if (i + 1 - base /= 3 - idx) call fail('waitany index, second')
+  call MPI_Waitany(2, reqs, i, s)
+  if (i /= MPI_UNDEFINED) call fail('waitany: nothing active is MPI_UNDEFINED')
+  ! Testany, then Waitsome on what is left
   call MPI_Irecv(b(3, 1), 1, vec, peer, 3, graph2, reqs(1))
   call MPI_Isend(a(4, 1), 1, vec, peer, 3, graph2, reqs(2))
   flag = .false.
   do while (.not. flag)
     call MPI_Testany(2, reqs, idx, flag, s)
   end do
-  ! MPICH 4.0.2's own mpi_f08 Testany, Waitsome and Testsome return C's
-  ! 0-based indices (its procedures lack the +1 its Waitany has): accepted
-  ! in a plain run and said on a 'note:' line, which check-fortran.sh leaves
-  ! out of the comparison and forbids in the preloaded run (dtmpi's are 1-based)
-  base = 1
-  if (idx >= 0 .and. idx < 2) then
-    if (reqs(idx + 1) == MPI_REQUEST_NULL .and. (idx == 0 .or. reqs(1) /= MPI_REQUEST_NULL)) base = 0
-  end if
-  if (base == 0 .and. me == 0) write (*, '(a)') 'note: MPI_Testany/Waitsome/Testsome indices are 0-based (the MPI''s mpi_f08)'
   idx = idx + 1 - base
   if (idx < 1 .or. idx > 2 .or. reqs(idx) /= MPI_REQUEST_NULL) call fail('testany index')
   call MPI_Waitsome(2, reqs, outcount, indices, sts)
@@ -143,6 +153,7 @@ program calls_f08
     do i = 1, 5
       if (b(i, j) /= peer * 1000 + (i + 1) * 10 + j) call fail('data')
     end do
+    if (b(6, j) /= peer * 1000 + 10 + j) call fail('waitany data')
   end do
   if (any(c /= -1)) call fail('cancelled receive wrote')
   call MPI_Barrier(MPI_COMM_WORLD)

@@ -34,7 +34,7 @@ plain=$(run 2>&1) || { echo "FAIL: plain run: $plain"; exit 1; }
 served=$(DTMPI_STATS=1 run "$here/../run-preloaded.sh" "$lib" 2>&1) || { echo "FAIL: preloaded run: $served"; exit 1; }
 # the program's own lines (timings aside) must be identical; 'note:' lines
 # say where the MPI's own binding departs from the standard (calls_f08.f90:
-# MPICH 4.0.2's f08 Testany/Waitsome/Testsome indices), which dtmpi's entry
+# MPICH 4.0.2's f08 Waitany/Testany/Waitsome/Testsome indices), which dtmpi's entry
 # points must not
 results() { grep -v -e '^\[dtmpi' -e '^time per' -e '^note:' <<<"$1"; }
 if grep -q '^note:' <<<"$served"; then
