@@ -4,11 +4,15 @@
 # - bindings_*.cpp are generate.py's output of served.list (no hand edits);
 # - served.list names exactly the MPI_* functions libdtmpi defines in C;
 # - Open MPI: each has its five Fortran symbols (ompi_x_f, mpi_x_, mpi_x__,
-#   mpi_x, MPI_X), and pmpi_x_ where served.list marks it; MPICH: libdtmpi defines no Fortran symbol at all (MPICH's
-#   bindings call the C functions dtmpi serves; a second definition would
-#   serve each call twice).
+#   mpi_x, MPI_X), and pmpi_x_ where served.list marks it;
+# - MPICH: libdtmpi defines mpi_x_f08_ for the functions marked mpich_f08 and
+#   no other Fortran symbol (MPICH's mpif.h binding and its other f08
+#   procedures call the C functions dtmpi serves; a second definition would
+#   serve each call twice); and, given LIBMPICHFORT, the marked functions are
+#   exactly those whose f08 procedure calls PMPI_x (mpich-f08-pmpi.py).
+#   check-served-list.sh SOURCE_DIR LIBDTMPI FLAVOUR [LIBMPICHFORT]
 set -uo pipefail
-src=$1 lib=$2 flavour=$3
+src=$1 lib=$2 flavour=$3 fortlib=${4:-}
 gen=$src/src/interpose/fortran/generate.py
 failed=0
 python3 "$gen" --check || failed=1
@@ -23,14 +27,28 @@ if [ "$c_served" != "$listed" ]; then
   diff <(echo "$c_served") <(echo "$listed")
   failed=1
 fi
-fortran=$(grep -E '^(ompi_[a-z_]+_f|p?mpi_[a-z_]+_?_?|MPI_[A-Z_]+)$' <<<"$defined" | grep -vE '^MPI_[A-Z][a-z]' | sort)
+fortran=$(grep -E '^(ompi_[a-z_]+_f|p?mpi_[a-z_]+_?_?|mpi_[a-z_]+_f08_|MPI_[A-Z_]+)$' <<<"$defined" | grep -vE '^MPI_[A-Z][a-z]' | sort)
 if [ "$flavour" = openmpi ]; then
   # and pmpi_x_ for the functions marked * (Open MPI's mpi_f08 calls those)
   want=$( (sed 's/^MPI_//' <<<"$listed" | awk '{l=tolower($0); print "ompi_" l "_f"; print "mpi_" l "_";
                                              print "mpi_" l "__"; print "mpi_" l; print "MPI_" toupper($0)}'
            python3 "$gen" --pmpi | awk '{print "pmpi_" tolower($0) "_"}') | sort)
 else
-  want=""
+  want=$(python3 "$gen" --mpich-f08 | awk '{print "mpi_" tolower($0) "_f08_"}' | sort)
+  if [ -n "$fortlib" ]; then
+    pmpi=$("$src/tests/fortran/mpich-f08-pmpi.py" "$fortlib" $(sed 's/^MPI_//' <<<"$listed"))
+    case $? in
+      0) marked=$(python3 "$gen" --mpich-f08 | sort)
+         if [ "$(sort <<<"$pmpi")" != "$marked" ]; then
+           echo "FAIL: served.list's mpich_f08 marks are not the functions whose f08 procedure in $fortlib calls PMPI_ (< PMPI_, > marked):"
+           diff <(sort <<<"$pmpi") <(echo "$marked")
+           failed=1
+         else
+           echo "ok: the $(wc -l <<<"$marked") functions marked mpich_f08 are those whose f08 procedure calls PMPI_ ($fortlib)"
+         fi ;;
+      *) echo "note: $fortlib not checked" ;;
+    esac
+  fi
 fi
 if [ "$fortran" != "$want" ]; then
   echo "FAIL: Fortran symbols of $lib ($flavour) are not the expected ones (< defined, > expected):"

@@ -2,15 +2,17 @@
 // symbol names one function is exported under, and the conversions of
 // Fortran arguments to the C call dtmpi serves.
 //
-// Built for Open MPI only. Its Fortran bindings (libmpi_mpifh for mpif.h and
+// The names and sentinels are Open MPI's. Its Fortran bindings (libmpi_mpifh for mpif.h and
 // `use mpi`; libmpi_usempif08 for `use mpi_f08`) call PMPI_* directly, so
 // dtmpi's MPI_* never see them. Every mpif.h / `use mpi` call lands on a
 // symbol of libmpi_mpifh (mpi_send_, and the aliases Open MPI exports for the
 // other name manglings: mpi_send__, mpi_send, MPI_SEND), and every mpi_f08
 // procedure (mpi_send_f08_ in libmpi_usempif08) calls ompi_send_f of
 // libmpi_mpifh through the PLT. Defining those five names here puts dtmpi in
-// front of both. MPICH's Fortran bindings call the C MPI_* themselves, which
-// dtmpi already serves: an MPICH build defines none of these (docs/fortran.md).
+// front of both. MPICH's mpif.h binding calls the C MPI_* itself, which dtmpi
+// already serves: an MPICH build defines none of these names; it defines some
+// of MPICH's mpi_f08 procedures instead (binding_mpich_f08.hpp), with the
+// conversions below that both MPIs share (docs/fortran.md).
 //
 // Handle conversions (MPI_Comm_f2c, MPI_Status_c2f, ...) are called by their
 // MPI_ names: local functions (macros in some MPIs) that move no data, which

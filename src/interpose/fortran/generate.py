@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Writes the Fortran entry points of dtmpi (bindings_<file>.cpp) from served.list.
+"""Writes the Fortran entry points of dtmpi from served.list.
 
-Each function becomes one C++ function with Open MPI's internal name
-(ompi_send_f: what Open MPI's mpi_f08 procedures call) and the mpif.h / `use
-mpi` names Open MPI exports as aliases of it (mpi_send_, mpi_send__, mpi_send,
-MPI_SEND); the body converts the Fortran arguments (handles, sentinels,
+Open MPI (bindings_<file>.cpp): each function becomes one C++ function with
+Open MPI's internal name (ompi_send_f: what Open MPI's mpi_f08 procedures
+call) and the mpif.h / `use mpi` names Open MPI exports as aliases of it
+(mpi_send_, mpi_send__, mpi_send, MPI_SEND).
+
+MPICH (bindings_mpich_f08.cpp): the functions marked mpich_f08 become MPICH's
+`use mpi_f08` procedure (mpi_wait_f08_), whose own definition calls PMPI_Wait
+and would bypass dtmpi. MPICH's other Fortran procedures call the C MPI_*.
+
+Either way the body converts the Fortran arguments (handles, sentinels,
 LOGICALs, 1-based indices, statuses) and calls dtmpi's own C entry point.
 
     src/interpose/fortran/generate.py          # rewrites the bindings
     src/interpose/fortran/generate.py --check  # exit 1 if they are out of date
+    src/interpose/fortran/generate.py --list | --pmpi | --mpich-f08  # names
 """
+import collections
 import os
 import re
 import sys
@@ -23,6 +31,15 @@ HANDLE = {  # kind stem -> (C type, f2c, c2f, null)
     "op": ("MPI_Op", "MPI_Op_f2c", None, None),
     "info": ("MPI_Info", "MPI_Info_f2c", None, None),
 }
+# The Fortran binding a function is generated for: the entry macro, and the
+# conversions whose sentinels or layout differ (binding.hpp, binding_mpich_f08.hpp).
+FAMILIES = {
+    "openmpi": {"entry": "DTMPI_FORTRAN_ENTRY", "status_t": "MPI_Fint* ", "status": "Status",
+                "statuses": "Statuses", "weights": "weights"},
+    "mpich_f08": {"entry": "DTMPI_FORTRAN_F08_ENTRY", "status_t": "MPI_F08_status* ", "status": "F08Status",
+                  "statuses": "F08Statuses", "weights": "f08_weights"},
+}
+Function = collections.namedtuple("Function", "name sig pmpi mpich_f08")
 PEERS = {"send": "kSend", "recv": "kRecv", "nsend": "kNeighborSend", "nrecv": "kNeighborRecv"}
 
 
@@ -37,15 +54,18 @@ def parse(path):
             current = files.setdefault(m.group(1), [])
             continue
         names, *args = line.split()
-        sig = []
+        sig, flags = [], set()
         for a in args:
+            if ":" not in a:
+                flags.add(a)
+                continue
             name, kind = a.split(":")
             m = re.fullmatch(r"(\w+)(?:\((\w+)\))?", kind)
             sig.append((name, m.group(1), m.group(2)))
+        if flags - {"mpich_f08"}:
+            sys.exit(f"{names}: unknown flag {sorted(flags - {'mpich_f08'})}")
         for n in names.split("/"):
-            current.append((n, sig))
-        if names.endswith("*"):  # the star marks the last name only
-            current[-1] = (current[-1][0].rstrip("*"), sig, True)
+            current.append(Function(n.rstrip("*"), sig, n.endswith("*"), "mpich_f08" in flags))
     return files
 
 
@@ -55,7 +75,9 @@ def count_expr(sig, name):
     return f"{name}_c" if kind == "int_out" else f"f::in({name})"
 
 
-def entry(cname, sig, pmpi=False):
+def entry(fn, family):
+    cname, sig = fn.name, fn.sig
+    fam = FAMILIES[family]
     params, pre, args, post, post_ok = [], [], [], [], []
     # communicators first: datatype arrays are sized by them
     for name, kind, _ in sig:
@@ -68,7 +90,12 @@ def entry(cname, sig, pmpi=False):
         if kind == "noargv":
             args += ["nullptr", "nullptr"]
             continue
-        params.append(("void* " if kind == "buf" else "MPI_Aint* " if kind == "aints" else "MPI_Fint* ") + name)
+        if family != "openmpi" and kind in ("buf", "types"):
+            # MPICH's mpi_f08 procedures of buffer-taking functions call the C
+            # MPI_* (dtmpi's); their sentinels (MPIR_F08_MPI_BOTTOM) differ
+            sys.exit(f"{cname}: kind {kind} has no {family} conversion")
+        ptype = {"buf": "void* ", "aints": "MPI_Aint* ", "status": fam["status_t"], "statuses": fam["status_t"]}
+        params.append(ptype.get(kind, "MPI_Fint* ") + name)
         stem = kind.rsplit("_", 1)[0] if kind.endswith(("_out", "_inout")) else kind
         if kind == "buf":
             args.append(f"f::buffer({name})")
@@ -78,8 +105,10 @@ def entry(cname, sig, pmpi=False):
             pre.append(f"int {c} = {'f::in(' + name + ')' if kind == 'int_inout' else '0'};")
             args.append(f"&{c}")
             post.append(f"*{name} = {c};")
-        elif kind in ("ints", "weights", "logical"):
+        elif kind in ("ints", "logical"):
             args.append(f"f::{kind}({name})")
+        elif kind == "weights":
+            args.append(f"f::{fam['weights']}({name})")
         elif kind == "aints":
             args.append(name)
         elif kind == "logicals":
@@ -104,11 +133,11 @@ def entry(cname, sig, pmpi=False):
             args.append(f"{c}.data()")
             post.append(f"{c}.write_back();")
         elif kind == "status":
-            pre.append(f"f::Status {c}({name});")
+            pre.append(f"f::{fam['status']} {c}({name});")
             args.append(f"{c}.c()")
             post.append(f"{c}.write_back();")
         elif kind == "statuses":
-            pre.append(f"f::Statuses {c}({name}, {count_expr(sig, capacity)});")
+            pre.append(f"f::{fam['statuses']} {c}({name}, {count_expr(sig, capacity)});")
             args.append(f"{c}.c()")
             post.append(f"{c}.write_back({count_expr(sig, par)});")
         elif stem in HANDLE:
@@ -127,9 +156,14 @@ def entry(cname, sig, pmpi=False):
             sys.exit(f"{cname}: unknown kind {kind}")
     params.append("MPI_Fint* ierror")
     lower = cname.lower()
-    fsig = ", ".join([n.upper() for n, k, _ in sig if k != "noargv"] + ["IERROR"])
-    out = [f"// MPI_{cname.upper()}({fsig})",
-           f"DTMPI_FORTRAN_ENTRY({lower}, {cname.upper()}, ({', '.join(params)})) {{"]
+    if family == "openmpi":
+        fsig = ", ".join([n.upper() for n, k, _ in sig if k != "noargv"] + ["IERROR"])
+        out = [f"// MPI_{cname.upper()}({fsig})",
+               f"{fam['entry']}({lower}, {cname.upper()}, ({', '.join(params)})) {{"]
+    else:  # ierror is OPTIONAL in mpi_f08: absent, it arrives as a null pointer
+        fsig = ", ".join([n for n, k, _ in sig if k != "noargv"] + ["ierror"])
+        out = [f"// MPI_{cname}({fsig})  (use mpi_f08)",
+               f"{fam['entry']}({lower}, ({', '.join(params)})) {{"]
     out += [f"  {s}" for s in pre]
     out.append(f"  const int rc = MPI_{cname}({', '.join(args)});")
     out += [f"  {s}" for s in post]
@@ -138,35 +172,46 @@ def entry(cname, sig, pmpi=False):
         out += [f"    {s}" for s in post_ok]
         out.append("  }")
     out += ["  f::set_ierror(ierror, rc);", "}"]
-    if pmpi:
+    if fn.pmpi and family == "openmpi":
         out.append(f"DTMPI_FORTRAN_PMPI_ALIAS({lower}, ({', '.join(params)}))")
     return "\n".join(out)
 
 
-def render(file, functions):
-    head = [f"// GENERATED by src/interpose/fortran/generate.py from served.list [{file}]: do not edit.",
-            "// The Fortran entry points of these MPI functions (Open MPI builds only; see",
-            "// binding.hpp for the symbol names and docs/fortran.md for the design).",
-            '#include "interpose/fortran/binding.hpp"', "",
-            "namespace f = dtmpi::interpose::fortran;", ""]
-    return "\n".join(head + ["\n\n".join(entry(*f) for f in functions)]) + "\n"
+def render(file, functions, family="openmpi"):
+    if family == "openmpi":
+        head = [f"// GENERATED by src/interpose/fortran/generate.py from served.list [{file}]: do not edit.",
+                "// The Fortran entry points of these MPI functions (Open MPI builds only; see",
+                "// binding.hpp for the symbol names and docs/fortran.md for the design).",
+                '#include "interpose/fortran/binding.hpp"']
+    else:
+        head = ["// GENERATED by src/interpose/fortran/generate.py from served.list (the functions",
+                "// marked mpich_f08): do not edit. MPICH's `use mpi_f08` procedures of these",
+                "// functions call PMPI_*; dtmpi defines them (MPICH builds only; see",
+                "// binding_mpich_f08.hpp and docs/fortran.md).",
+                '#include "interpose/fortran/binding_mpich_f08.hpp"']
+    head += ["", "namespace f = dtmpi::interpose::fortran;", ""]
+    return "\n".join(head + ["\n\n".join(entry(f, family) for f in functions)]) + "\n"
 
 
 def main():
     files = parse(os.path.join(HERE, "served.list"))
+    f08 = [f for fs in files.values() for f in fs if f.mpich_f08]
+    outputs = [(f"bindings_{file}.cpp", render(file, functions)) for file, functions in files.items()]
+    outputs.append(("bindings_mpich_f08.cpp", render("mpich_f08", f08, "mpich_f08")))
     stale = []
-    for file, functions in files.items():
-        path = os.path.join(HERE, f"bindings_{file}.cpp")
-        text = render(file, functions)
+    for name, text in outputs:
+        path = os.path.join(HERE, name)
         old = open(path).read() if os.path.exists(path) else None
         if old != text:
             stale.append(path)
             if "--check" not in sys.argv:
                 open(path, "w").write(text)
     if "--list" in sys.argv:
-        print("\n".join(f[0] for fs in files.values() for f in fs))
+        print("\n".join(f.name for fs in files.values() for f in fs))
     if "--pmpi" in sys.argv:
-        print("\n".join(f[0] for fs in files.values() for f in fs if len(f) > 2))
+        print("\n".join(f.name for fs in files.values() for f in fs if f.pmpi))
+    if "--mpich-f08" in sys.argv:
+        print("\n".join(f.name for f in f08))
     if "--check" in sys.argv and stale:
         print("out of date (run src/interpose/fortran/generate.py):", *stale, file=sys.stderr)
         return 1
