@@ -20,7 +20,11 @@ defined=$(nm -D --defined-only "$lib" | awk '{print $3}')
 # C only: MPI_Type_set_attr is interposed for dtmpi's buffer attribute, whose
 # keyval (dtmpi_buffer_keyval()) is a C API; Fortran programs' attributes
 # pass through Open MPI's own binding
-c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | grep -vx 'MPI_Type_set_attr' | sort)
+# C only for now (docs/rma.md, "Not done yet"): the one-sided calls and
+# MPI_Barrier (which progresses dtmpi's windows); a Fortran program's windows
+# are the system MPI's, as before
+rma_c_only='^MPI_(Win_[a-z_]+|Put|Get|Accumulate|Get_accumulate|Fetch_and_op|Compare_and_swap|Rput|Rget|Raccumulate|Rget_accumulate|Barrier)$'
+c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | grep -vx 'MPI_Type_set_attr' | grep -vE "$rma_c_only" | sort)
 listed=$(python3 "$gen" --list | sed 's/^/MPI_/' | sort)
 if [ "$c_served" != "$listed" ]; then
   echo "FAIL: served.list and the C entry points differ (< C only, > list only):"
