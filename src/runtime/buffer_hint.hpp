@@ -28,7 +28,7 @@ void drop_buffer_hint(MPI_Datatype type);
 // type has one, else pointer_info(p). One relaxed load more than
 // pointer_info while no type has the attribute.
 namespace buffer_hint_detail {
-extern std::atomic<size_t> g_hinted_types;  // types with the attribute now
+extern std::atomic<size_t> g_hinted_types __attribute__((visibility("hidden")));  // types with the attribute now
 PointerInfo buffer_info_hinted(const void* p, MPI_Datatype type);
 }  // namespace buffer_hint_detail
 // Always inlined, as pointer_info: out of line, a host call paid ~10 ns for

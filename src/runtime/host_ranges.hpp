@@ -34,8 +34,8 @@ struct ProcessRanges {
   uintptr_t seg_lo[kMaxSegments] = {};
   uintptr_t seg_hi[kMaxSegments] = {};
 };
-extern ProcessRanges g_process;
-extern std::atomic<bool> g_process_ready;
+extern ProcessRanges g_process __attribute__((visibility("hidden")));
+extern std::atomic<bool> g_process_ready __attribute__((visibility("hidden")));
 // The calling thread's stack bounds, learned on its first call (__thread:
 // a plain TLS load, no C++ initialization wrapper on the hot path).
 struct ThreadStack {

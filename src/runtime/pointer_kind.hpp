@@ -29,7 +29,7 @@ using pack::PointerInfo;
 namespace pointer_kind_detail {
 // 1: GPUs in use (classify), 0: not (every pointer is host), -1: not known
 // yet (the first call learns it)
-extern std::atomic<int> g_classify;
+extern std::atomic<int> g_classify __attribute__((visibility("hidden")));
 PointerInfo pointer_info_slow(const void* p);
 }  // namespace pointer_kind_detail
 // Inlined: on host memory the process's layout proves, loads and compares only.

@@ -44,7 +44,7 @@ struct ThreadCache {
   int next;
 };
 extern __thread ThreadCache t_cache __attribute__((tls_model("initial-exec")));
-extern std::atomic<uint64_t> g_generation;
+extern std::atomic<uint64_t> g_generation __attribute__((visibility("hidden")));
 CacheEntry& cached_entry_miss(MPI_Datatype t, uint64_t gen);
 [[gnu::always_inline]] inline CacheEntry& cached_entry(MPI_Datatype t) {
   const uint64_t gen = g_generation.load(std::memory_order_acquire);
