@@ -9,7 +9,7 @@
 
 namespace dtmpi::trace {
 
-extern std::atomic<bool> g_enabled;
+extern std::atomic<bool> g_enabled __attribute__((visibility("hidden")));
 // Turns tracing on with files at `path_prefix` (empty or null: off); called
 // by the configuration, which reads DTMPI_TRACE.
 void configure(const char* path_prefix);

@@ -1,8 +1,9 @@
 // Point-to-point entry points: the MPI signatures and the decision whether
-// dtmpi serves a call (interpose/p2p_route.hpp). Host-memory traffic is a
-// pass-through: a plan lookup and one pointer query in front of the system
-// MPI (plus, for receives of at least transport::kMultiMin bytes in a job that
-// uses GPUs, a look at whether what arrived is a multi-message descriptor).
+// dtmpi serves a call (interpose/p2p_route.hpp). Host-memory traffic of
+// predefined types is a pass-through: a memo lookup and the address check in
+// front of the system MPI, without a stack frame (fast_path below; plus, for
+// receives of at least transport::kMultiMin bytes in a job that uses GPUs, a
+// look at whether what arrived is a multi-message descriptor).
 // What dtmpi serves goes to the protocol's one entry, transport/p2p.hpp.
 // See docs/point-to-point.md.
 #include "base/log.hpp"
@@ -31,40 +32,62 @@ using dtmpi::interpose::route_receive;
 
 namespace {
 
+using dtmpi::interpose::Asked;
 using tp::SendMode;
+
+// The exported point-to-point calls' fast path: nothing due before the
+// decision (no trace point, no progress: the engine is idle), and a
+// predefined type on host memory that plain_host_no_call answers from plain
+// data. Then the call jumps to the system MPI without a stack frame of its
+// own; everything else goes to a separate function with the same arguments
+// (a tail call), which traces, polls and decides once, handing what it
+// learned on (interpose::Asked). The one thing asked twice there is the type
+// memo, ~10 instructions: passing it would take a 7th argument, and a call
+// with arguments on the stack cannot be a jump (issue 29).
+[[gnu::always_inline]] inline bool fast_path(const void* buf, int count, MPI_Datatype type, int64_t max_bytes) {
+  return !dtmpi::trace::g_enabled.load(std::memory_order_relaxed) && !tp::busy() &&
+         dtmpi::interpose::plain_host_no_call(buf, count, type, max_bytes);
+}
 
 // A send in `mode` (`request` null: blocking): dtmpi's transport for a
 // buffer it stages, else `forward()`, the system MPI's call of the same name.
+// The caller polled; `asked` as must_stage takes it.
 template <class Forward>
 Status send(SendMode mode, const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-            MPI_Request* request, Forward forward) {
-  tp::poll();
+            MPI_Request* request, const Asked* asked, Forward forward) {
   tp::UserBuffer b;
-  if (must_stage(buf, count, datatype, b)) return tp::send(mode, b, dest, tag, comm, request);
+  if (must_stage(buf, count, datatype, b, dtmpi::interpose::HostPacking::kWhereBetter, asked))
+    return tp::send(mode, b, dest, tag, comm, request);
   if (b.refused) return refusal(b);
   return DTMPI_MPI_FORWARD(forward());
 }
 
 }  // namespace
 
-#define DTMPI_BLOCKING_SEND(NAME, MODE)                                                                        \
-  DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { \
-    DTMPI_TRACE(#NAME ": entry");                                                                              \
-    tp::poll();                                                                                                \
-    if (plain_host(buf, count, datatype, INT64_MAX)) return REAL(NAME)(buf, count, datatype, dest, tag, comm);  \
-    return result(comm, send(MODE, buf, count, datatype, dest, tag, comm, nullptr,                             \
-                             [&] { return REAL(NAME)(buf, count, datatype, dest, tag, comm); }));              \
+// The send entry points: the fast path, else NAME##_rest (noinline: inlined,
+// its frame would be the fast path's too).
+#define DTMPI_SEND_ENTRY(NAME, MODE, REQUEST, PARAMS, ...)                                                 \
+  namespace {                                                                                              \
+  [[gnu::noinline]] int NAME##_rest(PARAMS) {                                                              \
+    DTMPI_TRACE(#NAME ": entry");                                                                          \
+    tp::poll();                                                                                            \
+    Asked asked;                                                                                           \
+    if (plain_host(buf, count, datatype, INT64_MAX, asked)) return REAL(NAME)(__VA_ARGS__);                \
+    return result(comm, send(MODE, buf, count, datatype, dest, tag, comm, REQUEST, &asked,                \
+                             [&] { return REAL(NAME)(__VA_ARGS__); }));                                    \
+  }                                                                                                        \
+  }                                                                                                        \
+  DTMPI_EXPORT int NAME(PARAMS) {                                                                          \
+    if (__builtin_expect(fast_path(buf, count, datatype, INT64_MAX), 1))                                   \
+      if (const auto real = ::dtmpi::base::g_real.NAME) return real(__VA_ARGS__); /* null: not resolved */ \
+    return NAME##_rest(__VA_ARGS__);                                                                       \
   }
-#define DTMPI_NONBLOCKING_SEND(NAME, MODE)                                                                   \
-  DTMPI_EXPORT int NAME(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, \
-                        MPI_Request* request) {                                                              \
-    DTMPI_TRACE(#NAME ": entry");                                                                            \
-    tp::poll();                                                                                              \
-    if (plain_host(buf, count, datatype, INT64_MAX))                                                         \
-      return REAL(NAME)(buf, count, datatype, dest, tag, comm, request);                                     \
-    return result(comm, send(MODE, buf, count, datatype, dest, tag, comm, request,                           \
-                             [&] { return REAL(NAME)(buf, count, datatype, dest, tag, comm, request); }));   \
-  }
+#define DTMPI_SEND_PARAMS const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm
+#define DTMPI_ISEND_PARAMS DTMPI_SEND_PARAMS, MPI_Request *request
+#define DTMPI_BLOCKING_SEND(NAME, MODE) \
+  DTMPI_SEND_ENTRY(NAME, MODE, nullptr, DTMPI_SEND_PARAMS, buf, count, datatype, dest, tag, comm)
+#define DTMPI_NONBLOCKING_SEND(NAME, MODE) \
+  DTMPI_SEND_ENTRY(NAME, MODE, request, DTMPI_ISEND_PARAMS, buf, count, datatype, dest, tag, comm, request)
 
 // Ready mode is a hint an implementation may treat as standard mode.
 DTMPI_BLOCKING_SEND(MPI_Send, SendMode::kStandard)
@@ -80,36 +103,42 @@ namespace dtmpi::interpose {
 
 Status isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
   DTMPI_TRACE("isend: entry");
-  return send(SendMode::kStandard, buf, count, type, dest, tag, comm, request,
+  tp::poll();
+  return send(SendMode::kStandard, buf, count, type, dest, tag, comm, request, nullptr,
               [&] { return REAL(MPI_Isend)(buf, count, type, dest, tag, comm, request); });
 }
+
+namespace {
+
+// MPI_Recv and MPI_Irecv (`request` null: blocking) after the poll: a
+// message a probe took, dtmpi's transport, or the system MPI's call. `asked`
+// as route_receive takes it.
+Status receive(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status,
+               MPI_Request* request, int64_t multi_min, const Asked* asked) {
+  if (tp::stash_any())
+    if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, type, comm, *e, status, request);
+  RecvRoute r;
+  if (!route_receive(buf, count, type, r, multi_min, asked)) {
+    if (r.buffer.refused) return refusal(r.buffer);
+    return DTMPI_MPI_FORWARD(request ? REAL(MPI_Irecv)(buf, count, type, source, tag, comm, request)
+                                     : REAL(MPI_Recv)(buf, count, type, source, tag, comm, status));
+  }
+  return tp::receive(r, comm, tp::Arrival{source, tag, nullptr}, status, request);
+}
+
+}  // namespace
 
 Status recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
   DTMPI_TRACE("MPI_Recv: entry");
   tp::poll();
-  if (tp::stash_any())
-    if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, type, comm, *e, status, nullptr);
-  RecvRoute r;
-  if (!route_receive(buf, count, type, r)) {
-    if (r.buffer.refused) return refusal(r.buffer);
-    return DTMPI_MPI_FORWARD(REAL(MPI_Recv)(buf, count, type, source, tag, comm, status));
-  }
-  return tp::receive(r, comm, tp::Arrival{source, tag, nullptr}, status, nullptr);
+  return receive(buf, count, type, source, tag, comm, status, nullptr, tp::kMultiMin, nullptr);
 }
 
 Status irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request,
              int64_t multi_min) {
   DTMPI_TRACE("MPI_Irecv: entry");
   tp::poll();
-  if (tp::stash_any())
-    if (auto e = tp::stash_take(comm, source, tag))
-      return recv_stashed(buf, count, type, comm, *e, MPI_STATUS_IGNORE, request);
-  RecvRoute r;
-  if (!route_receive(buf, count, type, r, multi_min)) {
-    if (r.buffer.refused) return refusal(r.buffer);
-    return DTMPI_MPI_FORWARD(REAL(MPI_Irecv)(buf, count, type, source, tag, comm, request));
-  }
-  return tp::receive(r, comm, tp::Arrival{source, tag, nullptr}, MPI_STATUS_IGNORE, request);
+  return receive(buf, count, type, source, tag, comm, MPI_STATUS_IGNORE, request, multi_min, nullptr);
 }
 
 // Probes see a multi-message transfer with its real size (transport/stash.hpp).
@@ -122,21 +151,57 @@ Status iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status)
 
 }  // namespace dtmpi::interpose
 
+namespace {
+
+// MPI_Recv and MPI_Irecv past the fast path (`request` null: blocking):
+// the trace point, the poll, a message a probe took, then plain_host once and
+// route_receive with what it learned.
+int receive_rest(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status,
+                 MPI_Request* request) {
+  DTMPI_TRACE(request ? "MPI_Irecv: entry" : "MPI_Recv: entry");
+  tp::poll();
+  // a message a probe took may be this one: receive() looks, and decides all
+  const bool stashed = tp::stash_any();
+  Asked asked;
+  if (!stashed && plain_host(buf, count, type, tp::kMultiMin, asked))
+    return request ? REAL(MPI_Irecv)(buf, count, type, source, tag, comm, request)
+                   : REAL(MPI_Recv)(buf, count, type, source, tag, comm, status);
+  return result(comm, dtmpi::interpose::receive(buf, count, type, source, tag, comm, status, request, tp::kMultiMin,
+                                                stashed ? nullptr : &asked));
+}
+// One per signature, so that the fast paths reach them by a jump.
+[[gnu::noinline]] int recv_rest(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                                MPI_Status* status) {
+  return receive_rest(buf, count, type, source, tag, comm, status, nullptr);
+}
+[[gnu::noinline]] int irecv_rest(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                                 MPI_Request* request) {
+  return receive_rest(buf, count, type, source, tag, comm, MPI_STATUS_IGNORE, request);
+}
+
+// The commonest receive, decided inline: the fast path above, no message
+// taken by a probe, below any descriptor's size. `last`: MPI_Recv's status
+// or MPI_Irecv's request, as kReal (the system MPI's) and kRest take it.
+template <auto kReal, auto kRest, class Last>
+[[gnu::always_inline]] inline int receive_entry(void* buf, int count, MPI_Datatype type, int source, int tag,
+                                                MPI_Comm comm, Last last) {
+  // (the system MPI's function read last: one register less while deciding,
+  // one push and pop instead of three)
+  if (__builtin_expect(!tp::stash_any() && fast_path(buf, count, type, tp::kMultiMin), 1))
+    if (const auto real = dtmpi::base::g_real.*kReal) return real(buf, count, type, source, tag, comm, last);
+  return kRest(buf, count, type, source, tag, comm, last);
+}
+}  // namespace
+
 DTMPI_EXPORT int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                           MPI_Status* status) {
-  // the commonest receive, decided inline (interpose::plain_host; issue 29)
-  tp::poll();
-  if (!tp::stash_any() && plain_host(buf, count, datatype, tp::kMultiMin))
-    return REAL(MPI_Recv)(buf, count, datatype, source, tag, comm, status);
-  return result(comm, dtmpi::interpose::recv(buf, count, datatype, source, tag, comm, status));
+  return receive_entry<&dtmpi::base::RealMpi::MPI_Recv, recv_rest>(buf, count, datatype, source, tag, comm, status);
 }
 
 DTMPI_EXPORT int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                            MPI_Request* request) {
-  tp::poll();
-  if (!tp::stash_any() && plain_host(buf, count, datatype, tp::kMultiMin))
-    return REAL(MPI_Irecv)(buf, count, datatype, source, tag, comm, request);
-  return result(comm, dtmpi::interpose::irecv(buf, count, datatype, source, tag, comm, request));
+  return receive_entry<&dtmpi::base::RealMpi::MPI_Irecv, irecv_rest>(buf, count, datatype, source, tag, comm,
+                                                                      request);
 }
 
 DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

@@ -35,19 +35,25 @@ bool may_stage(MPI_Datatype type, HostPacking host) {
          type::find_plan(type) != nullptr;
 }
 
-bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b, HostPacking host) {
+bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b, HostPacking host,
+                const Asked* asked) {
   if (!rt::active() || count <= 0) return false;
-  const type::PackPlan* known = type::find_plan(type);
+  // one look at the type memo per call: the fast path's where it looked
+  const type::Memo memo = asked ? asked->memo : type::memo(type);
+  const type::PackPlan* known = memo.plan;
   // MPI_BOTTOM (a null address in every MPI) with a derived type: the
   // type's absolute displacements say where the data lives
   if (buf == nullptr && !known) return false;
   // inlined: loads and compares for host memory the layout proves, whether
-  // or not GPUs are in use (issue 29)
-  b.info = rt::buffer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0), type);
+  // or not GPUs are in use (issue 29); plain_host classified the same
+  // address (no plan: the buffer's start) where it got that far
+  b.info = asked && asked->classified
+               ? asked->info
+               : rt::buffer_info(static_cast<const char*>(buf) + (known ? known->first_byte : 0), type);
   if (buf == nullptr && !rt::on_gpu(b.info)) return false;  // host data at MPI_BOTTOM: the system MPI's
   if (!known && !rt::on_gpu(b.info)) {
     // a predefined type's size, learned once: plain_host decides next time
-    if (type::registry_detail::cached_entry(type).named_size == -2) (void)type::size_fast_slow(type);
+    if (memo.named_size == -2) (void)type::size_fast_slow(type);
     return false;
   }
   if (!rt::on_gpu(b.info)) {
@@ -86,14 +92,18 @@ HostPacking receive_packing() {
   return rt::host_receive_direct() ? HostPacking::kNever : HostPacking::kWhereBetter;
 }
 
-bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_t multi_min) {
+bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_t multi_min, const Asked* asked) {
   // Host buffers are staged here only where receive_packing() says so: else
   // the system MPI unpacks the sender's packed bytes (MPI_PACKED matches any
   // type, MPI-4.1 sec. 3.3.1) in the copy it makes anyway, one copy fewer
   // (bench/results/halo-cpu-host-recv-2026-11-23.txt). The host test mode
   // always stages, to run the staged protocol without GPUs.
-  if (plain_host(buf, count, type, multi_min)) return false;  // below any descriptor's size
-  if (must_stage(buf, count, type, r.buffer, receive_packing())) {
+  Asked own{};
+  if (!asked) {
+    if (plain_host(buf, count, type, multi_min, own)) return false;  // below any descriptor's size
+    asked = &own;
+  }
+  if (must_stage(buf, count, type, r.buffer, receive_packing(), asked)) {
     r.staged = true;
     r.multi = r.buffer.bytes >= multi_min && transport::descriptors_possible();
     return true;
@@ -101,9 +111,14 @@ bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r, int64_
   if (r.buffer.refused) return false;  // GPU memory nobody can take: the caller refuses the call
   // a host buffer: it only needs us if a peer may send a descriptor into it
   if (!rt::active() || !transport::descriptors_possible() || count <= 0 || buf == nullptr) return false;
-  auto s = type::size_fast(type);  // 64 bits: a large-count type may pass 2^31 bytes
-  if (!s) return false;
-  const int64_t size = s.value();
+  // the size from the memo this call read (must_stage may have just learned
+  // a predefined type's size that the memo did not know yet: asked then)
+  int64_t size = asked->memo.plan ? asked->memo.plan->size : asked->memo.named_size;
+  if (size < 0) {
+    auto s = type::size_fast(type);  // 64 bits: a large-count type may pass 2^31 bytes
+    if (!s) return false;
+    size = s.value();
+  }
   if (int64_t{count} * size < multi_min || int64_t{count} * size > INT32_MAX) return false;
   r.buffer.ptr = buf;
   r.buffer.count = count;

@@ -13,15 +13,26 @@
 
 namespace dtmpi::interpose {
 
+// What a call's fast path (plain_host) learned before it said no, handed on
+// so that the rest of the decision asks nothing twice: the type's memo and,
+// where plain_host got that far (a predefined type of known size below its
+// limit), where the buffer lives.
+struct Asked {
+  type::Memo memo;
+  bool classified;            // `info` is runtime::buffer_info(buf, type)
+  runtime::PointerInfo info;  // (only where classified)
+};
+
 // True if (buf, count, type) must be staged (GPU memory; host memory with a
 // non-contiguous small-block type dtmpi packs better, DTMPI_HOST_STAGING; any
 // derived type in the host test mode); fills `b`. False: the system MPI takes
 // it as it is.
 // kNever: host memory is staged only in the host test mode (the reductions:
 // they work on the user's own layout, a packed copy gains nothing).
+// `asked`: what plain_host learned of this (buf, count, type), or null.
 enum class HostPacking { kWhereBetter, kNever };
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b,
-                HostPacking host = HostPacking::kWhereBetter);
+                HostPacking host = HostPacking::kWhereBetter, const Asked* asked = nullptr);
 // The error of a call whose buffer must_stage refused (b.refused: GPU memory
 // neither dtmpi nor the system MPI can take), saying why.
 Error refusal(const transport::UserBuffer& b);
@@ -33,23 +44,44 @@ bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
 // packed bytes with the receiver's own datatype (runtime::host_receive_direct).
 HostPacking receive_packing();
 
-// The commonest call, decided inline with one cache lookup: a predefined type
-// (no plan; its size known to this thread's cache) on host memory, of fewer
+// The commonest call, decided inline with one memo lookup: a predefined type
+// (no plan; its size known to this thread's memo) on host memory, of fewer
 // than `max_bytes` bytes: the system MPI takes it as it is. False means "ask
-// must_stage / route_receive", never "stage" (issue 29: a host ping-pong pays
-// a few loads, with or without GPUs).
-inline bool plain_host(const void* buf, int count, MPI_Datatype type, int64_t max_bytes) {
-  const type::registry_detail::CacheEntry& e = type::registry_detail::cached_entry(type);
-  if (e.plan || e.named_size < 0) return false;  // derived, or a size not learned yet
-  return int64_t{count} * e.named_size < max_bytes && !runtime::on_gpu(runtime::buffer_info(buf, type));
+// must_stage / route_receive" (with `asked`), never "stage" (issue 29: a host
+// ping-pong pays a few loads, with or without GPUs).
+[[gnu::always_inline]] inline bool plain_host(const void* buf, int count, MPI_Datatype type, int64_t max_bytes,
+                                              Asked& asked) {
+  asked.memo = type::memo(type);
+  asked.classified = false;
+  if (asked.memo.plan || asked.memo.named_size < 0) return false;  // derived, or a size not learned yet
+  if (int64_t{count} * asked.memo.named_size >= max_bytes) return false;
+  asked.info = runtime::buffer_info(buf, type);
+  asked.classified = true;
+  return !runtime::on_gpu(asked.info);
+}
+
+// plain_host where every answer is in plain data: true only where plain_host
+// would say true without calling anything (this thread's memo has the type,
+// and buffer_host_without_call). The exported functions' fast paths ask this
+// and leave everything else to a separate function: with a call on the way
+// they needed a stack frame, ~20 instructions per call (issue 29).
+[[gnu::always_inline]] inline bool plain_host_no_call(const void* buf, int count, MPI_Datatype type,
+                                                      int64_t max_bytes) {
+  const type::registry_detail::CacheEntry* e = type::registry_detail::cached_entry_no_call(type);
+  // (INT64_MAX, the sends': no count * size reaches it; a constant where inlined)
+  return e && !e->plan && e->named_size >= 0 &&
+         (max_bytes == INT64_MAX || int64_t{count} * e->named_size < max_bytes) &&
+         runtime::buffer_host_without_call(buf);
 }
 
 using transport::RecvRoute;
 // False: a plain receive the system MPI handles alone. Receives of
 // `multi_min` bytes and more may meet a descriptor (transport::kMultiMin for
 // point to point; the collectives' pieces from transport::kInPlaceMin).
+// `asked`: what plain_host(buf, count, type, multi_min) learned before it
+// said no, or null (then route_receive asks it first).
 bool route_receive(void* buf, int count, MPI_Datatype type, RecvRoute& r,
-                   int64_t multi_min = transport::kMultiMin);
+                   int64_t multi_min = transport::kMultiMin, const Asked* asked = nullptr);
 
 // Describes any receive buffer (for a message a probe took: it is delivered
 // by dtmpi whatever the memory). False if the type cannot be sized.

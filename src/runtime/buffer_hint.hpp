@@ -28,12 +28,21 @@ void drop_buffer_hint(MPI_Datatype type);
 // type has one, else pointer_info(p). One relaxed load more than
 // pointer_info while no type has the attribute.
 namespace buffer_hint_detail {
-extern std::atomic<size_t> g_hinted_types;  // types with the attribute now
+extern std::atomic<size_t> g_hinted_types __attribute__((visibility("hidden")));  // types with the attribute now
 PointerInfo buffer_info_hinted(const void* p, MPI_Datatype type);
 }  // namespace buffer_hint_detail
-inline PointerInfo buffer_info(const void* p, MPI_Datatype type) {
+// Always inlined, as pointer_info: out of line, a host call paid ~10 ns for
+// the call and its frame (dtmpi-bench latency's pieces, issue 29).
+[[gnu::always_inline]] inline PointerInfo buffer_info(const void* p, MPI_Datatype type) {
   if (buffer_hint_detail::g_hinted_types.load(std::memory_order_relaxed) == 0) return pointer_info(p);
   return buffer_hint_detail::buffer_info_hinted(p, type);
+}
+
+// True where buffer_info(p, type) says host memory without a call (no type
+// has the attribute: pointer_kind.hpp's host_without_call). False: ask
+// buffer_info.
+[[gnu::always_inline]] inline bool buffer_host_without_call(const void* p) {
+  return buffer_hint_detail::g_hinted_types.load(std::memory_order_relaxed) == 0 && host_without_call(p);
 }
 
 }  // namespace dtmpi::runtime

@@ -34,8 +34,8 @@ struct ProcessRanges {
   uintptr_t seg_lo[kMaxSegments] = {};
   uintptr_t seg_hi[kMaxSegments] = {};
 };
-extern ProcessRanges g_process;
-extern std::atomic<bool> g_process_ready;
+extern ProcessRanges g_process __attribute__((visibility("hidden")));
+extern std::atomic<bool> g_process_ready __attribute__((visibility("hidden")));
 // The calling thread's stack bounds, learned on its first call (__thread:
 // a plain TLS load, no C++ initialization wrapper on the hot path).
 struct ThreadStack {
@@ -69,27 +69,52 @@ inline uintptr_t program_break() {
   return program_break_by_call();
 }
 
-// True if `p` lies in one of the regions above. Loads and compares, inlined
-// into the callers (issue 29: every host MPI call asks), after the first call
-// of the process and of each thread, which learn the heap's start, the
-// executable's segments and the thread's stack.
-inline bool provably_host(const void* p) {
-  namespace d = host_ranges_detail;
-  const d::ThreadStack& s = d::t_stack;
-  if (!s.asked || !d::g_process_ready.load(std::memory_order_acquire)) return d::provably_host_first(p);
+namespace host_ranges_detail {
+// The regions' check once the process and this thread are learned.
+// kNoCall: without glibc's __curbrk the heap is not checked (sbrk(0) would be
+// a call).
+template <bool kNoCall>
+[[gnu::always_inline]] inline bool in_known_regions(const void* p, const ThreadStack& s) {
   const auto a = reinterpret_cast<uintptr_t>(p);
   // live stack first (the commonest small buffer): from the stack pointer to
   // the top is mapped stack of this thread; a stack pointer outside the
   // thread's bounds (coroutine, signal stack) proves nothing
-  const uintptr_t sp = host_ranges_detail::stack_pointer();
+  const uintptr_t sp = stack_pointer();
   if (a >= sp && a < s.hi && sp >= s.lo) return true;
   // brk heap: the break only moves under malloc's lock; a stale (lower) value
   // read here only sends an address to the driver's query
-  const d::ProcessRanges& r = d::g_process;
-  if (a >= r.heap_lo && a < program_break()) return true;
+  const ProcessRanges& r = g_process;
+  if (a >= r.heap_lo) {
+    if (&__curbrk != nullptr) {
+      if (a < reinterpret_cast<uintptr_t>(__atomic_load_n(&__curbrk, __ATOMIC_RELAXED))) return true;
+    } else if (!kNoCall && a < program_break_by_call()) {
+      return true;
+    }
+  }
   for (int i = 0; i < r.segments; ++i)
     if (a >= r.seg_lo[i] && a < r.seg_hi[i]) return true;
   return false;
+}
+}  // namespace host_ranges_detail
+
+// True if `p` lies in one of the regions above. Loads and compares, inlined
+// into the callers (issue 29: every host MPI call asks), after the first call
+// of the process and of each thread, which learn the heap's start, the
+// executable's segments and the thread's stack.
+[[gnu::always_inline]] inline bool provably_host(const void* p) {
+  namespace d = host_ranges_detail;
+  const d::ThreadStack& s = d::t_stack;
+  if (!s.asked || !d::g_process_ready.load(std::memory_order_acquire)) return d::provably_host_first(p);
+  return d::in_known_regions<false>(p, s);
+}
+// provably_host without any call: false also where it would call (the first
+// call of the process or thread; the heap without glibc). For the exported
+// functions' fast paths, which a call would give a stack frame (issue 29).
+[[gnu::always_inline]] inline bool provably_host_no_call(const void* p) {
+  namespace d = host_ranges_detail;
+  const d::ThreadStack& s = d::t_stack;
+  if (!s.asked || !d::g_process_ready.load(std::memory_order_acquire)) return false;
+  return d::in_known_regions<true>(p, s);
 }
 
 // What provably_host knows, for tests and dtmpi-info.

@@ -29,15 +29,22 @@ using pack::PointerInfo;
 namespace pointer_kind_detail {
 // 1: GPUs in use (classify), 0: not (every pointer is host), -1: not known
 // yet (the first call learns it)
-extern std::atomic<int> g_classify;
+extern std::atomic<int> g_classify __attribute__((visibility("hidden")));
 PointerInfo pointer_info_slow(const void* p);
 }  // namespace pointer_kind_detail
 // Inlined: on host memory the process's layout proves, loads and compares only.
-inline PointerInfo pointer_info(const void* p) {
+[[gnu::always_inline]] inline PointerInfo pointer_info(const void* p) {
   const int classify = pointer_kind_detail::g_classify.load(std::memory_order_relaxed);
   if (p == nullptr || classify == 0) return PointerInfo{};
   if (classify == 1 && provably_host(p)) return PointerInfo{};
   return pointer_kind_detail::pointer_info_slow(p);
+}
+// True where pointer_info(p) says host memory without a call: no GPUs in
+// use, or an address the layout proves. False: ask pointer_info.
+[[gnu::always_inline]] inline bool host_without_call(const void* p) {
+  const int classify = pointer_kind_detail::g_classify.load(std::memory_order_relaxed);
+  if (p == nullptr || classify == 0) return true;
+  return classify == 1 && provably_host_no_call(p);
 }
 // The driver's full answer, pinned registrations included: for a host buffer
 // whose pinning decides how a GPU copies into or out of it (MPI_Pack of

@@ -42,7 +42,7 @@ class Operation {
   bool error_reported = false;
 };
 
-extern std::atomic<int> g_active_ops;
+extern std::atomic<int> g_active_ops __attribute__((visibility("hidden")));
 // True while any operation is in flight: progress is due.
 inline bool busy() { return g_active_ops.load(std::memory_order_relaxed) != 0; }
 // Generalized requests of dtmpi's the system MPI still holds (finished or

@@ -25,7 +25,7 @@ struct Stashed {
   int64_t bytes() const { return is_descriptor ? descriptor.total_bytes : static_cast<int64_t>(raw.size()); }
 };
 
-extern std::atomic<int> g_stashed;
+extern std::atomic<int> g_stashed __attribute__((visibility("hidden")));
 inline bool stash_any() { return g_stashed.load(std::memory_order_relaxed) != 0; }
 
 // Removes and returns the earliest stashed message a receive of (source, tag)

@@ -44,17 +44,37 @@ struct ThreadCache {
   int next;
 };
 extern __thread ThreadCache t_cache __attribute__((tls_model("initial-exec")));
-extern std::atomic<uint64_t> g_generation;
+extern std::atomic<uint64_t> g_generation __attribute__((visibility("hidden")));
 CacheEntry& cached_entry_miss(MPI_Datatype t, uint64_t gen);
-inline CacheEntry& cached_entry(MPI_Datatype t) {
+[[gnu::always_inline]] inline CacheEntry& cached_entry(MPI_Datatype t) {
   const uint64_t gen = g_generation.load(std::memory_order_acquire);
   ThreadCache& c = t_cache;
   for (auto& e : c.entries)
     if (e.generation == gen && e.type == t) return e;
   return cached_entry_miss(t, gen);
 }
+// cached_entry where this thread's memo has `t`, else null: never calls (the
+// exported functions' fast paths, which a call would give a stack frame).
+[[gnu::always_inline]] inline const CacheEntry* cached_entry_no_call(MPI_Datatype t) {
+  const uint64_t gen = g_generation.load(std::memory_order_acquire);
+  const ThreadCache& c = t_cache;
+  for (const auto& e : c.entries)
+    if (e.generation == gen && e.type == t) return &e;
+  return nullptr;
+}
 }  // namespace registry_detail
 inline const PackPlan* find_plan(MPI_Datatype t) { return registry_detail::cached_entry(t).plan; }
+// One look at the memo as plain values, for a call to pass on to the parts of
+// its decision instead of each asking again (issue 29). `plan` is valid as
+// find_plan's is.
+struct Memo {
+  const PackPlan* plan;  // null: predefined, not committed, or not plannable
+  int64_t named_size;    // a predefined type's size; -1 derived, -2 not asked yet (size_fast_slow asks)
+};
+[[gnu::always_inline]] inline Memo memo(MPI_Datatype t) {
+  const registry_detail::CacheEntry& e = registry_detail::cached_entry(t);
+  return Memo{e.plan, e.named_size};
+}
 // The size in bytes of one element of `t`, as MPI_Type_size_x says: from the
 // plan or, for predefined types, remembered in the same thread-local cache
 // (a host receive's decision asks it on every call: issue 29); other types
