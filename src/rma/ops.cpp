@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/system_mpi.hpp"
+#include "rma/direct.hpp"
 #include "rma/move.hpp"
 #include "rma/named.hpp"
 #include "transport/engine.hpp"
@@ -132,6 +133,9 @@ Status put(Window& w, Side o, TargetSide t, MPI_Request* request) {
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   auto pp = plan_pair(w, o, t);
   if (!pp) return pp.error();
+  auto direct = direct_put(w, o, t, *pp.value().origin, *pp.value().target, pp.value().bytes);
+  if (!direct) return direct.error();
+  if (direct.value()) return make_request(w, t.rank, 0, request);
   RequestHeader h;
   h.kind = Kind::kPut;
   h.disp = t.disp;
@@ -148,6 +152,9 @@ Status get(Window& w, Side o, TargetSide t, MPI_Request* request) {
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   auto pp = plan_pair(w, o, t);
   if (!pp) return pp.error();
+  auto direct = direct_get(w, o, t, *pp.value().origin, *pp.value().target, pp.value().bytes);
+  if (!direct) return direct.error();
+  if (direct.value()) return make_request(w, t.rank, 0, request);
   RequestHeader h;
   h.kind = Kind::kGet;
   h.disp = t.disp;

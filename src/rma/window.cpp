@@ -7,6 +7,7 @@
 
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
+#include "rma/direct.hpp"
 #include "rma/progress_op.hpp"
 #include "rma/sync.hpp"
 #include "runtime/config.hpp"
@@ -185,6 +186,7 @@ Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor fl
   w->disp_unit = flavor == Flavor::kDynamic ? 1 : disp_unit;
   w->info = runtime::pointer_info(base);
   Status s = setup(*w, comm);
+  if (s) s = share_regions(*w);
   if (!s) {
     if (w->comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->comm);
     if (w->errhandler_holder != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->errhandler_holder);

@@ -24,6 +24,7 @@
 #include "base/result.hpp"
 #include "rma/protocol.hpp"
 #include "runtime/pointer_kind.hpp"
+#include "transport/ipc.hpp"
 #include "type/plan.hpp"
 
 namespace dtmpi::rma {
@@ -61,6 +62,11 @@ struct Peer {
   bool sent_since_flush = false;
   int lock_type = 0;                 // 0: no lock held on this peer
   bool lock_nocheck = false;
+  // the same node: its window memory mapped over CUDA IPC (rma/direct.hpp)
+  int world = -1;
+  bool same_node = false;
+  bool has_region = false;
+  transport::IpcRegion region;
   // as target
   std::vector<std::shared_ptr<const type::PackPlan>> plans;  // this peer's plans by id
   int posts = 0;      // PSCW: posts received from this peer not yet consumed by a start

@@ -54,9 +54,10 @@ for seed in $seeds; do
   if ! diff "$expected" <(grep '^round' "$out/dtmpi" | sort); then
     echo "seed $seed: dtmpi's results differ from the oracle's (< oracle, > dtmpi)"; exit 1
   fi
-  served=$(grep -c 'RMA windows 1, operations [1-9][0-9]*, applied as target [1-9]' "$out/dtmpi-err")
+  served=$(grep -c 'RMA windows 1, operations [1-9][0-9]* ([0-9]* direct over CUDA IPC), applied as target [1-9]' "$out/dtmpi-err")
   if [ "$served" -ne "$n" ]; then
     echo "seed $seed: dtmpi did not serve the window on every rank:"; grep -i 'rma' "$out/dtmpi-err"; exit 1
   fi
-  echo "seed $seed: $(wc -l <"$expected") result lines as the oracle's, served by dtmpi on $n ranks"
+  direct=$(grep -o '([0-9]* direct over CUDA IPC)' "$out/dtmpi-err" | tr -dc '0-9\n' | awk '{s += $1} END {print s + 0}')
+  echo "seed $seed: $(wc -l <"$expected") result lines as the oracle's, served by dtmpi on $n ranks ($direct operations direct over CUDA IPC)"
 done

@@ -1,0 +1,122 @@
+#include "rma/direct.hpp"
+
+#include <mpi.h>
+
+#include <cstring>
+
+#include "base/log.hpp"
+#include "base/system_mpi.hpp"
+#include "runtime/stats.hpp"
+#include "runtime/buffers.hpp"
+#include "runtime/config.hpp"
+#include "runtime/device.hpp"
+#include "runtime/device_pack.hpp"
+#include "runtime/streams.hpp"
+#include "transport/peers.hpp"
+
+namespace dtmpi::rma {
+namespace {
+
+struct Shared {
+  int32_t has_region;
+  int32_t world;
+  transport::IpcRegion region;
+};
+
+// The target's window memory as this process maps it, at the operation's
+// displacement; null when the path does not apply.
+Result<char*> mapped_target(Window& w, const TargetSide& t, int device) {
+  Peer& p = w.peers[static_cast<size_t>(t.rank)];
+  if (!p.has_region || !p.same_node || runtime::test_hooks().refuse_ipc) return static_cast<char*>(nullptr);
+  auto m = transport::ipc_open(p.world, p.region, device, t.rank == w.rank);
+  if (!m) {
+    DTMPI_LOG(kDebug, "mapping rank %d's window over CUDA IPC failed (%s): its operations go as messages", t.rank,
+              m.error().what.c_str());
+    p.has_region = false;  // for good: a mapping that failed once is not retried per operation
+    return static_cast<char*>(nullptr);
+  }
+  return const_cast<char*>(static_cast<const char*>(m.value())) + static_cast<int64_t>(t.disp) * p.disp_unit;
+}
+
+// Moves `bytes` from (src_plan, src_count) at `src` to (dst_plan, dst_count)
+// at `dst`, both in any memory, one of them GPU memory of `device`.
+Status move(const type::PackPlan& src_plan, int64_t src_count, const char* src, const runtime::PointerInfo& si,
+            const type::PackPlan& dst_plan, int64_t dst_count, char* dst, const runtime::PointerInfo& di,
+            int64_t bytes, int device) {
+  if (bytes == 0) return ok_status();
+  int64_t s_off = 0, d_off = 0;
+  const bool s_flat = src_plan.contiguous_for_count(src_count, s_off);
+  const bool d_flat = dst_plan.contiguous_for_count(dst_count, d_off);
+  if (s_flat && d_flat) return runtime::copy_bytes(dst + d_off, src + s_off, static_cast<size_t>(bytes), device);
+  if (d_flat) return runtime::gpu_pack(src_plan, src_count, src, si, dst + d_off, di);
+  if (s_flat) return runtime::gpu_unpack(dst_plan, dst_count, src + s_off, si, dst, di);
+  auto tmp = runtime::acquire_device_buffer(device, static_cast<size_t>(bytes));
+  if (!tmp) return tmp.error();
+  const runtime::PointerInfo ti{runtime::MemKind::kDevice, device, nullptr};
+  Status st = runtime::gpu_pack(src_plan, src_count, src, si, tmp.value().ptr, ti);
+  if (st) st = runtime::gpu_unpack(dst_plan, dst_count, tmp.value().ptr, ti, dst, di);
+  runtime::release_device_buffer(tmp.value());
+  return st;
+}
+
+}  // namespace
+
+Status share_regions(Window& w) {
+  Shared mine{};
+  int world = 0;
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &world));
+  mine.world = world;
+  if (w.flavor != Flavor::kDynamic && w.bytes > 0 && w.info.kind == runtime::MemKind::kDevice) {
+    auto r = transport::ipc_export(w.base);
+    if (r) {
+      mine.has_region = 1;
+      mine.region = r.value();
+    } else {
+      DTMPI_LOG(kDebug, "window memory not exported over CUDA IPC (%s): peers send messages", r.error().what.c_str());
+    }
+  }
+  std::vector<Shared> all(static_cast<size_t>(w.size));
+  DTMPI_MPI_CHECK(REAL(MPI_Allgather)(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, w.comm));
+  // DTMPI_RANKS_PER_NODE emulates nodes of that many consecutive ranks: the
+  // message path between them is then what other nodes would take
+  const int64_t rpn = runtime::config().ranks_per_node;
+  for (int i = 0; i < w.size; ++i) {
+    Peer& p = w.peers[static_cast<size_t>(i)];
+    const Shared& s = all[static_cast<size_t>(i)];
+    p.world = s.world;
+    p.same_node = i == w.rank || (rpn > 0 ? s.world / rpn == world / rpn : transport::same_node(s.world));
+    p.has_region = s.has_region != 0 && runtime::gpu_enabled();
+    p.region = s.region;
+  }
+  return ok_status();
+}
+
+Result<bool> direct_put(Window& w, const Side& o, const TargetSide& t, const type::PackPlan& oplan,
+                        const type::PackPlan& tplan, int64_t bytes) {
+  const int device = runtime::current_device();
+  auto base = mapped_target(w, t, device);
+  if (!base) return base.error();
+  if (!base.value()) return false;
+  const runtime::PointerInfo ti{runtime::MemKind::kDevice, device, nullptr};
+  DTMPI_TRY(move(oplan, o.count, static_cast<const char*>(o.buf), runtime::pointer_info(o.buf), tplan, t.count,
+                 base.value(), ti, bytes, device));
+  runtime::count(runtime::Counter::kRmaOps);
+  runtime::count(runtime::Counter::kRmaDirect);
+  return true;
+}
+
+Result<bool> direct_get(Window& w, const Side& o, const TargetSide& t, const type::PackPlan& oplan,
+                        const type::PackPlan& tplan, int64_t bytes) {
+  const int device = runtime::current_device();
+  auto base = mapped_target(w, t, device);
+  if (!base) return base.error();
+  if (!base.value()) return false;
+  const runtime::PointerInfo ti{runtime::MemKind::kDevice, device, nullptr};
+  DTMPI_TRY(move(tplan, t.count, base.value(), ti, oplan, o.count, static_cast<char*>(o.buf),
+                 runtime::pointer_info(o.buf), bytes, device));
+  runtime::count(runtime::Counter::kRmaOps);
+  runtime::count(runtime::Counter::kRmaDirect);
+  return true;
+}
+
+}  // namespace dtmpi::rma
