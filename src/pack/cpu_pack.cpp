@@ -260,6 +260,17 @@ void unpack_host_prefix(const PackPlan& plan, const void* packed, void* user, in
   if (bytes > 0) each_block(plan, copy);
 }
 
+void element_offsets(const PackPlan& plan, int64_t count, int64_t element, std::vector<int64_t>& out) {
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t base = k * plan.extent;
+    auto add = [&](int64_t off, int64_t block) {
+      for (int64_t b = 0; b + element <= block; b += element) out.push_back(base + off + b);
+      return true;
+    };
+    each_block(plan, add);
+  }
+}
+
 void pack_host(const PackPlan& plan, int64_t count, const void* user, void* packed) {
   run<true>(plan, count, user, static_cast<char*>(packed));
 }

@@ -5,6 +5,9 @@
 #include <cstring>
 
 #include "base/log.hpp"
+#include "pack/cpu_pack.hpp"
+#include "rma/atomic.hpp"
+#include "rma/move.hpp"
 #include "base/system_mpi.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/buffers.hpp"
@@ -114,6 +117,57 @@ Result<bool> direct_get(Window& w, const Side& o, const TargetSide& t, const typ
   const runtime::PointerInfo ti{runtime::MemKind::kDevice, device, nullptr};
   DTMPI_TRY(move(tplan, t.count, base.value(), ti, oplan, o.count, static_cast<char*>(o.buf),
                  runtime::pointer_info(o.buf), bytes, device));
+  runtime::count(runtime::Counter::kRmaOps);
+  runtime::count(runtime::Counter::kRmaDirect);
+  return true;
+}
+
+Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, const TargetSide& t, MPI_Op op,
+                               MPI_Datatype element, const type::PackPlan* oplan, const type::PackPlan& tplan,
+                               const type::PackPlan* rplan, int64_t bytes) {
+  if (w.peers[static_cast<size_t>(t.rank)].accumulates_queued) return false;
+  const AtomicType at = atomic_type(element);
+  const AtomicOp aop = atomic_op(op, at);
+  if (aop == AtomicOp::kNone) return false;
+  const int device = runtime::current_device();
+  auto base = mapped_target(w, t, device);
+  if (!base) return base.error();
+  if (!base.value()) return false;
+  const int64_t el = (at == AtomicType::kI32 || at == AtomicType::kU32 || at == AtomicType::kF32) ? 4 : 8;
+  std::vector<unsigned char> values;
+  if (aop != AtomicOp::kNoOp) {
+    values.resize(static_cast<size_t>(bytes));
+    DTMPI_TRY(pack_any(*oplan, o.count, o.buf, runtime::pointer_info(o.buf), values.data()));
+  }
+  std::vector<int64_t> offsets;
+  pack::element_offsets(tplan, t.count, el, offsets);
+  if (static_cast<int64_t>(offsets.size()) * el != bytes)
+    return Error{MPI_ERR_TYPE, "accumulate: the target datatype is not whole elements"};
+  std::vector<unsigned char> old(result ? static_cast<size_t>(bytes) : 0);
+  DTMPI_TRY(atomic_apply(device, base.value(), offsets.data(), values.empty() ? nullptr : values.data(), nullptr,
+                         result ? old.data() : nullptr, static_cast<int64_t>(offsets.size()), at, aop));
+  if (result) DTMPI_TRY(unpack_any(*rplan, result->count, old.data(), result->buf, runtime::pointer_info(result->buf)));
+  runtime::count(runtime::Counter::kRmaOps);
+  runtime::count(runtime::Counter::kRmaDirect);
+  return true;
+}
+
+Result<bool> direct_compare_and_swap(Window& w, const void* origin, const void* compare, void* result,
+                                     MPI_Datatype type, const TargetSide& t, const type::PackPlan& plan) {
+  if (w.peers[static_cast<size_t>(t.rank)].accumulates_queued) return false;
+  const AtomicType at = atomic_type(type);
+  if (at == AtomicType::kNone) return false;
+  const int device = runtime::current_device();
+  auto base = mapped_target(w, t, device);
+  if (!base) return base.error();
+  if (!base.value()) return false;
+  const size_t n = static_cast<size_t>(plan.size);
+  std::vector<unsigned char> v(n), c(n), old(n);
+  DTMPI_TRY(pack_any(plan, 1, origin, runtime::pointer_info(origin), v.data()));
+  DTMPI_TRY(pack_any(plan, 1, compare, runtime::pointer_info(compare), c.data()));
+  const int64_t offset = 0;
+  DTMPI_TRY(atomic_apply(device, base.value(), &offset, v.data(), c.data(), old.data(), 1, at, AtomicOp::kCas));
+  DTMPI_TRY(unpack_any(plan, 1, old.data(), result, runtime::pointer_info(result)));
   runtime::count(runtime::Counter::kRmaOps);
   runtime::count(runtime::Counter::kRmaDirect);
   return true;

@@ -25,4 +25,14 @@ Result<bool> direct_put(Window& w, const Side& o, const TargetSide& t, const typ
 Result<bool> direct_get(Window& w, const Side& o, const TargetSide& t, const type::PackPlan& oplan,
                         const type::PackPlan& tplan, int64_t bytes);
 
+// Accumulates (and their fetching forms) by device atomics on the mapped
+// target window (rma/atomic.hpp); false where not covered, not mapped, or a
+// message accumulate to the target is still queued. `result` null: no fetch.
+// `oplan` unused for MPI_NO_OP.
+Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, const TargetSide& t, MPI_Op op,
+                               MPI_Datatype element, const type::PackPlan* oplan, const type::PackPlan& tplan,
+                               const type::PackPlan* rplan, int64_t bytes);
+Result<bool> direct_compare_and_swap(Window& w, const void* origin, const void* compare, void* result,
+                                     MPI_Datatype type, const TargetSide& t, const type::PackPlan& plan);
+
 }  // namespace dtmpi::rma

@@ -179,6 +179,11 @@ Status accumulate(Window& w, Side o, TargetSide t, MPI_Op op, MPI_Request* reque
   if (!pp) return pp.error();
   auto codes = accumulate_codes(o.type, t.type, op, true);
   if (!codes) return codes.error();
+  auto direct = direct_accumulate(w, o, nullptr, t, op, type_at(codes.value().first), pp.value().origin.get(),
+                                  *pp.value().target, nullptr, pp.value().bytes);
+  if (!direct) return direct.error();
+  if (direct.value()) return make_request(w, t.rank, 0, request);
+  w.peers[static_cast<size_t>(t.rank)].accumulates_queued = true;
   RequestHeader h;
   h.kind = Kind::kAccumulate;
   h.disp = t.disp;
@@ -207,6 +212,11 @@ Status get_accumulate(Window& w, Side o, Side result, TargetSide t, MPI_Op op, M
     return Error{MPI_ERR_TYPE, "get_accumulate: result and target datatypes hold different amounts of data"};
   auto codes = accumulate_codes(o.type, t.type, op, !no_op);
   if (!codes) return codes.error();
+  auto direct = direct_accumulate(w, o, &result, t, op, type_at(codes.value().first), pp.value().origin.get(),
+                                  *pp.value().target, rplan.value().get(), pp.value().bytes);
+  if (!direct) return direct.error();
+  if (direct.value()) return make_request(w, t.rank, 0, request);
+  w.peers[static_cast<size_t>(t.rank)].accumulates_queued = true;
   RequestHeader h;
   h.kind = Kind::kGetAccumulate;
   h.disp = t.disp;
@@ -238,6 +248,10 @@ Status compare_and_swap(Window& w, const void* origin, const void* compare, void
   if (!plan) return plan.error();
   const TargetSide t{target, disp, 1, type};
   DTMPI_TRY(check_target(w, t, *plan.value()));
+  auto direct = direct_compare_and_swap(w, origin, compare, result, type, t, *plan.value());
+  if (!direct) return direct.error();
+  if (direct.value()) return ok_status();
+  w.peers[static_cast<size_t>(target)].accumulates_queued = true;
   const int64_t n = plan.value()->size;
   RequestHeader h;
   h.kind = Kind::kCompareSwap;

@@ -8,6 +8,8 @@
 
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
+#include "pack/cpu_pack.hpp"
+#include "rma/atomic.hpp"
 #include "rma/move.hpp"
 #include "rma/named.hpp"
 #include "rma/progress_op.hpp"
@@ -79,6 +81,33 @@ Status combine(unsigned char* target, const unsigned char* origin, int64_t bytes
   return ok_status();
 }
 
+// An accumulate request applied by device atomics (rma/atomic.hpp) where they
+// cover its element type and op; false: apply it on the host.
+Result<bool> apply_atomic(const RequestHeader& h, const type::PackPlan& plan, const Located& at,
+                          const unsigned char* payload, int origin, Window& w) {
+  const MPI_Datatype el = type_at(h.element);
+  const AtomicType t = atomic_type(el);
+  const AtomicOp op = h.kind == Kind::kCompareSwap ? (t == AtomicType::kNone ? AtomicOp::kNone : AtomicOp::kCas)
+                                                    : atomic_op(op_at(h.op), t);
+  if (op == AtomicOp::kNone) return false;
+  const int64_t size = (t == AtomicType::kI32 || t == AtomicType::kU32 || t == AtomicType::kF32) ? 4 : 8;
+  const int64_t n = plan.size * h.count;
+  std::vector<int64_t> offsets;
+  pack::element_offsets(plan, h.count, size, offsets);
+  if (static_cast<int64_t>(offsets.size()) * size != n) return false;
+  const bool fetch = h.kind != Kind::kAccumulate;
+  const bool values = op != AtomicOp::kNoOp;
+  if (h.payload != (!values ? 0 : op == AtomicOp::kCas ? 2 * n : n))
+    return Error{MPI_ERR_INTERN, "accumulate payload does not match its layout"};
+  std::vector<unsigned char> old(fetch ? static_cast<size_t>(n) : 0);
+  Status s = atomic_apply(at.info.device, at.addr, offsets.data(), values ? payload : nullptr,
+                          op == AtomicOp::kCas ? payload + n : nullptr, fetch ? old.data() : nullptr,
+                          static_cast<int64_t>(offsets.size()), t, op);
+  if (fetch) send_reply(w, origin, std::move(old));  // always answered: the origin waits for it
+  if (!s) return s.error();
+  return true;
+}
+
 bool grantable(const Window& w, int lock_type) {
   if (lock_type == MPI_LOCK_EXCLUSIVE) return w.exclusive_holder < 0 && w.shared_holders == 0;
   return w.exclusive_holder < 0;
@@ -142,6 +171,13 @@ Status handle(Window& w, int origin, const std::vector<unsigned char>& msg) {
     case Kind::kCompareSwap: {
       const int64_t n = plan->size * h.count;
       auto at = locate(w, h.disp, *plan, h.count);
+      if (at && at.value().info.kind == runtime::MemKind::kDevice) {
+        // device window memory: the same atomics as the direct path of
+        // origins on this node, so both kinds of accumulate stay atomic
+        auto done = apply_atomic(h, *plan, at.value(), payload, origin, w);
+        if (!done) return done.error();
+        if (done.value()) break;
+      }
       std::vector<unsigned char> old(static_cast<size_t>(n));
       Status s = at ? pack_any(*plan, h.count, at.value().addr, at.value().info, old.data()) : Status(at.error());
       if (h.kind != Kind::kAccumulate) send_reply(w, origin, old);

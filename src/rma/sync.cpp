@@ -81,6 +81,7 @@ Status fence_sync(Window& w) {
   // this one's (they would otherwise be applied among them)
   DTMPI_MPI_CHECK(REAL(MPI_Ibarrier)(w.comm, &r));
   DTMPI_TRY(wait_request(r));
+  for (Peer& p : w.peers) p.accumulates_queued = false;  // every target applied them
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return take_deferred(w);
 }
@@ -185,7 +186,9 @@ Status unlock(Window& w, int rank) {
   DTMPI_TRY(control_with_reply(w, rank, Kind::kUnlock, p.lock_nocheck ? 1 : 0, &seq));
   p.lock_type = 0;
   p.sent_since_flush = false;
-  return wait_replies(w, rank, seq);  // everything before it applied at the target
+  DTMPI_TRY(wait_replies(w, rank, seq));  // everything before it applied at the target
+  p.accumulates_queued = false;
+  return ok_status();
 }
 
 Status lock_all(Window& w, int assert_flags) {
@@ -215,7 +218,10 @@ Status unlock_all(Window& w) {
     p.lock_type = 0;
     p.sent_since_flush = false;
   }
-  for (int r = 0; r < w.size; ++r) DTMPI_TRY(wait_replies(w, r, seqs[static_cast<size_t>(r)]));
+  for (int r = 0; r < w.size; ++r) {
+    DTMPI_TRY(wait_replies(w, r, seqs[static_cast<size_t>(r)]));
+    w.peers[static_cast<size_t>(r)].accumulates_queued = false;
+  }
   return ok_status();
 }
 
@@ -228,7 +234,9 @@ Status flush(Window& w, int rank) {
   uint64_t seq = 0;
   DTMPI_TRY(control_with_reply(w, rank, Kind::kFlush, 0, &seq));
   p.sent_since_flush = false;
-  return wait_replies(w, rank, seq);
+  DTMPI_TRY(wait_replies(w, rank, seq));
+  p.accumulates_queued = false;
+  return ok_status();
 }
 
 Status flush_all(Window& w) {
@@ -243,7 +251,10 @@ Status flush_all(Window& w) {
       seqs[static_cast<size_t>(r)] = p.replies_posted;
     }
   }
-  for (int r = 0; r < w.size; ++r) DTMPI_TRY(wait_replies(w, r, seqs[static_cast<size_t>(r)]));
+  for (int r = 0; r < w.size; ++r) {
+    DTMPI_TRY(wait_replies(w, r, seqs[static_cast<size_t>(r)]));
+    w.peers[static_cast<size_t>(r)].accumulates_queued = false;
+  }
   return ok_status();
 }
 

@@ -60,6 +60,10 @@ struct Peer {
   uint64_t replies_posted = 0, replies_done = 0;
   bool sent_in_epoch = false;        // a fence epoch's request went to this peer
   bool sent_since_flush = false;
+  // an accumulate went to this peer as a message and is not known applied:
+  // later accumulates follow it as messages (MPI orders one origin's
+  // accumulates to a location; a direct atomic could overtake it)
+  bool accumulates_queued = false;
   int lock_type = 0;                 // 0: no lock held on this peer
   bool lock_nocheck = false;
   // the same node: its window memory mapped over CUDA IPC (rma/direct.hpp)

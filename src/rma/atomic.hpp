@@ -1,0 +1,39 @@
+// Accumulates applied on the GPU by atomic operations, element by element,
+// where the window memory is device memory: by an origin of the same node
+// straight into the target's mapped window (rma/direct.hpp), and by the
+// target itself for the requests it receives -- both atomic on the device, so
+// concurrent accumulates from both kinds of origin stay atomic per element.
+// Covered: 4- and 8-byte integers and floating types with MPI_SUM, PROD,
+// MAX, MIN, LAND, LOR, LXOR, MPI_REPLACE, MPI_NO_OP, and BAND, BOR, BXOR on
+// integers; compare-and-swap. Everything else (MINLOC/MAXLOC pairs, 1- and
+// 2-byte types, long double, complex) is applied by the target on the host,
+// one request at a time. The header is CUDA-free (atomic_nocuda.cpp).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "base/result.hpp"
+
+namespace dtmpi::rma {
+
+enum class AtomicType : int32_t { kNone = 0, kI32, kU32, kI64, kU64, kF32, kF64 };
+enum class AtomicOp : int32_t { kNone = 0, kSum, kProd, kMax, kMin, kLand, kLor, kLxor, kBand, kBor, kBxor,
+                                kReplace, kNoOp, kCas };
+
+// The device kernel's codes for (element, op); kNone when not covered.
+AtomicType atomic_type(MPI_Datatype element);
+AtomicOp atomic_op(MPI_Op op, AtomicType t);
+inline bool atomic_supported(MPI_Datatype element, MPI_Op op) {
+  const AtomicType t = atomic_type(element);
+  return t != AtomicType::kNone && atomic_op(op, t) != AtomicOp::kNone;
+}
+
+// For i < n: old[i] = base[offsets[i]]; base[offsets[i]] = old op values[i]
+// (kCas: values[i] where old equals compare[i]), each atomically. `offsets`,
+// `values`, `compare` and `old` are host arrays (copied to and from the GPU
+// here); `old` and `compare` may be null. Waits for the kernel.
+Status atomic_apply(int device, char* base, const int64_t* offsets, const void* values, const void* compare,
+                    void* old, int64_t n, AtomicType t, AtomicOp op);
+
+}  // namespace dtmpi::rma

@@ -1,0 +1,10 @@
+// Without CUDA there is no device window memory: never reached.
+#include "rma/atomic.hpp"
+
+namespace dtmpi::rma {
+
+Status atomic_apply(int, char*, const int64_t*, const void*, const void*, void*, int64_t, AtomicType, AtomicOp) {
+  return Error{MPI_ERR_INTERN, "device atomics without CUDA"};
+}
+
+}  // namespace dtmpi::rma
