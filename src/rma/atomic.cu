@@ -41,11 +41,11 @@ __device__ T combine_bits(AtomicOp op, T a, T b, T cmp) {  // integers: the bitw
 }
 
 template <class T, class Word>
-__global__ void apply_kernel(char* base, const int64_t* offsets, const T* values, const T* compare, T* old,
-                             int64_t n, AtomicOp op, bool integer) {
+__global__ void apply_kernel(char* base, const int64_t* offsets, int64_t first, const T* values, const T* compare,
+                             T* old, int64_t n, AtomicOp op, bool integer) {
   static_assert(sizeof(T) == sizeof(Word));
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    Word* w = reinterpret_cast<Word*>(base + offsets[i]);
+    Word* w = reinterpret_cast<Word*>(base + (offsets ? offsets[i] : first + i * int64_t{sizeof(T)}));
     const T v = values ? values[i] : T(0);
     const T c = compare ? compare[i] : T(0);
     Word cur = *reinterpret_cast<volatile Word*>(w);
@@ -66,24 +66,25 @@ __global__ void apply_kernel(char* base, const int64_t* offsets, const T* values
 }
 
 template <class T, class Word>
-void launch(cudaStream_t s, char* base, const int64_t* offs, const void* vals, const void* cmp, void* old, int64_t n,
-            AtomicOp op) {
+void launch(cudaStream_t s, char* base, const int64_t* offs, int64_t first, const void* vals, const void* cmp,
+            void* old, int64_t n, AtomicOp op) {
   const int threads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 4096));
-  apply_kernel<T, Word><<<blocks, threads, 0, s>>>(base, offs, static_cast<const T*>(vals),
+  apply_kernel<T, Word><<<blocks, threads, 0, s>>>(base, offs, first, static_cast<const T*>(vals),
                                                    static_cast<const T*>(cmp), static_cast<T*>(old), n, op,
                                                    std::is_integral_v<T>);
 }
 
 // The copies in, the kernel, the copy out, on dtmpi's sync stream of `device`.
-Status run(int device, char* base, const int64_t* offsets, const void* values, const void* compare, void* old,
-           int64_t n, AtomicType t, AtomicOp op, char* d, size_t word) {
+Status run(int device, char* base, const int64_t* offsets, int64_t first, const void* values, const void* compare,
+           void* old, int64_t n, AtomicType t, AtomicOp op, char* d, size_t word) {
   const size_t nb = static_cast<size_t>(n);
   int64_t* d_offs = reinterpret_cast<int64_t*>(d);
   char* d_vals = d + nb * 8;
   char* d_cmp = d_vals + nb * word;
   char* d_old = d_cmp + nb * word;
-  DTMPI_TRY(runtime::copy_bytes(d_offs, offsets, nb * 8, device));
+  if (offsets) DTMPI_TRY(runtime::copy_bytes(d_offs, offsets, nb * 8, device));
+  const int64_t* offs = offsets ? d_offs : nullptr;
   if (values) DTMPI_TRY(runtime::copy_bytes(d_vals, values, nb * word, device));
   if (compare) DTMPI_TRY(runtime::copy_bytes(d_cmp, compare, nb * word, device));
   {
@@ -94,12 +95,12 @@ Status run(int device, char* base, const int64_t* offsets, const void* values, c
     const void* c = compare ? d_cmp : nullptr;
     void* o = old ? d_old : nullptr;
     switch (t) {
-      case AtomicType::kI32: launch<int32_t, unsigned int>(s.value(), base, d_offs, v, c, o, n, op); break;
-      case AtomicType::kU32: launch<uint32_t, unsigned int>(s.value(), base, d_offs, v, c, o, n, op); break;
-      case AtomicType::kF32: launch<float, unsigned int>(s.value(), base, d_offs, v, c, o, n, op); break;
-      case AtomicType::kI64: launch<long long, unsigned long long>(s.value(), base, d_offs, v, c, o, n, op); break;
-      case AtomicType::kU64: launch<unsigned long long, unsigned long long>(s.value(), base, d_offs, v, c, o, n, op); break;
-      case AtomicType::kF64: launch<double, unsigned long long>(s.value(), base, d_offs, v, c, o, n, op); break;
+      case AtomicType::kI32: launch<int32_t, unsigned int>(s.value(), base, offs, first, v, c, o, n, op); break;
+      case AtomicType::kU32: launch<uint32_t, unsigned int>(s.value(), base, offs, first, v, c, o, n, op); break;
+      case AtomicType::kF32: launch<float, unsigned int>(s.value(), base, offs, first, v, c, o, n, op); break;
+      case AtomicType::kI64: launch<long long, unsigned long long>(s.value(), base, offs, first, v, c, o, n, op); break;
+      case AtomicType::kU64: launch<unsigned long long, unsigned long long>(s.value(), base, offs, first, v, c, o, n, op); break;
+      case AtomicType::kF64: launch<double, unsigned long long>(s.value(), base, offs, first, v, c, o, n, op); break;
       default: return Error{MPI_ERR_INTERN, "atomic accumulate of an uncovered type"};
     }
     DTMPI_CUDA_CHECK(cudaGetLastError());
@@ -111,15 +112,16 @@ Status run(int device, char* base, const int64_t* offsets, const void* values, c
 
 }  // namespace
 
-Status atomic_apply(int device, char* base, const int64_t* offsets, const void* values, const void* compare,
-                    void* old, int64_t n, AtomicType t, AtomicOp op) {
+Status atomic_apply(int device, char* base, const int64_t* offsets, int64_t first, const void* values,
+                    const void* compare, void* old, int64_t n, AtomicType t, AtomicOp op) {
   if (n == 0) return ok_status();
   const size_t word = (t == AtomicType::kI32 || t == AtomicType::kU32 || t == AtomicType::kF32) ? 4 : 8;
   const size_t nb = static_cast<size_t>(n);
   // one device buffer: offsets, values, compare values, old values
   auto buf = runtime::acquire_device_buffer(device, nb * 8 + 3 * nb * word);
   if (!buf) return buf.error();
-  Status st = run(device, base, offsets, values, compare, old, n, t, op, static_cast<char*>(buf.value().ptr), word);
+  Status st =
+      run(device, base, offsets, first, values, compare, old, n, t, op, static_cast<char*>(buf.value().ptr), word);
   runtime::release_device_buffer(buf.value());
   return st;
 }

@@ -12,8 +12,10 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "base/result.hpp"
+#include "type/plan.hpp"
 
 namespace dtmpi::rma {
 
@@ -29,11 +31,17 @@ inline bool atomic_supported(MPI_Datatype element, MPI_Op op) {
   return t != AtomicType::kNone && atomic_op(op, t) != AtomicOp::kNone;
 }
 
-// For i < n: old[i] = base[offsets[i]]; base[offsets[i]] = old op values[i]
-// (kCas: values[i] where old equals compare[i]), each atomically. `offsets`,
-// `values`, `compare` and `old` are host arrays (copied to and from the GPU
-// here); `old` and `compare` may be null. Waits for the kernel.
-Status atomic_apply(int device, char* base, const int64_t* offsets, const void* values, const void* compare,
-                    void* old, int64_t n, AtomicType t, AtomicOp op);
+// For i < n, at byte offset o_i = offsets[i] (or, with `offsets` null, the
+// contiguous run o_i = first + i * element size): old[i] = base[o_i];
+// base[o_i] = old op values[i] (kCas: values[i] where old equals compare[i]),
+// each atomically. `offsets`, `values`, `compare` and `old` are host arrays
+// (copied to and from the GPU here); any but `values` may be null. Waits.
+Status atomic_apply(int device, char* base, const int64_t* offsets, int64_t first, const void* values,
+                    const void* compare, void* old, int64_t n, AtomicType t, AtomicOp op);
+// The byte offsets of `count` elements of `plan` in units of `element` bytes,
+// or none (`first` set) when they are one contiguous run. False when the plan
+// is not whole units.
+bool atomic_offsets(const type::PackPlan& plan, int64_t count, int64_t element, std::vector<int64_t>& offsets,
+                    int64_t& first);
 
 }  // namespace dtmpi::rma

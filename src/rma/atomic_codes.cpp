@@ -1,5 +1,6 @@
 // The host half of rma/atomic.hpp: which MPI types and ops the kernels cover.
 #include "base/system_mpi.hpp"
+#include "pack/cpu_pack.hpp"
 #include "rma/atomic.hpp"
 
 namespace dtmpi::rma {
@@ -34,6 +35,16 @@ AtomicOp atomic_op(MPI_Op op, AtomicType t) {
   if (integer && op == MPI_BOR) return AtomicOp::kBor;
   if (integer && op == MPI_BXOR) return AtomicOp::kBxor;
   return AtomicOp::kNone;  // bitwise ops on floating types are an error the host path reports
+}
+
+bool atomic_offsets(const type::PackPlan& plan, int64_t count, int64_t element, std::vector<int64_t>& offsets,
+                    int64_t& first) {
+  const int64_t bytes = plan.size * count;
+  if (bytes % element != 0) return false;
+  first = 0;
+  if (plan.contiguous_for_count(count, first)) return true;
+  pack::element_offsets(plan, count, element, offsets);
+  return static_cast<int64_t>(offsets.size()) * element == bytes;
 }
 
 }  // namespace dtmpi::rma

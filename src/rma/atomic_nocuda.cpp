@@ -3,7 +3,8 @@
 
 namespace dtmpi::rma {
 
-Status atomic_apply(int, char*, const int64_t*, const void*, const void*, void*, int64_t, AtomicType, AtomicOp) {
+Status atomic_apply(int, char*, const int64_t*, int64_t, const void*, const void*, void*, int64_t, AtomicType,
+                    AtomicOp) {
   return Error{MPI_ERR_INTERN, "device atomics without CUDA"};
 }
 

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "base/log.hpp"
-#include "pack/cpu_pack.hpp"
 #include "rma/atomic.hpp"
 #include "rma/move.hpp"
 #include "base/system_mpi.hpp"
@@ -140,12 +139,13 @@ Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, con
     DTMPI_TRY(pack_any(*oplan, o.count, o.buf, runtime::pointer_info(o.buf), values.data()));
   }
   std::vector<int64_t> offsets;
-  pack::element_offsets(tplan, t.count, el, offsets);
-  if (static_cast<int64_t>(offsets.size()) * el != bytes)
+  int64_t first = 0;
+  if (!atomic_offsets(tplan, t.count, el, offsets, first))
     return Error{MPI_ERR_TYPE, "accumulate: the target datatype is not whole elements"};
   std::vector<unsigned char> old(result ? static_cast<size_t>(bytes) : 0);
-  DTMPI_TRY(atomic_apply(device, base.value(), offsets.data(), values.empty() ? nullptr : values.data(), nullptr,
-                         result ? old.data() : nullptr, static_cast<int64_t>(offsets.size()), at, aop));
+  DTMPI_TRY(atomic_apply(device, base.value(), offsets.empty() ? nullptr : offsets.data(), first,
+                         values.empty() ? nullptr : values.data(), nullptr, result ? old.data() : nullptr, bytes / el,
+                         at, aop));
   if (result) DTMPI_TRY(unpack_any(*rplan, result->count, old.data(), result->buf, runtime::pointer_info(result->buf)));
   runtime::count(runtime::Counter::kRmaOps);
   runtime::count(runtime::Counter::kRmaDirect);
@@ -165,8 +165,7 @@ Result<bool> direct_compare_and_swap(Window& w, const void* origin, const void* 
   std::vector<unsigned char> v(n), c(n), old(n);
   DTMPI_TRY(pack_any(plan, 1, origin, runtime::pointer_info(origin), v.data()));
   DTMPI_TRY(pack_any(plan, 1, compare, runtime::pointer_info(compare), c.data()));
-  const int64_t offset = 0;
-  DTMPI_TRY(atomic_apply(device, base.value(), &offset, v.data(), c.data(), old.data(), 1, at, AtomicOp::kCas));
+  DTMPI_TRY(atomic_apply(device, base.value(), nullptr, 0, v.data(), c.data(), old.data(), 1, at, AtomicOp::kCas));
   DTMPI_TRY(unpack_any(plan, 1, old.data(), result, runtime::pointer_info(result)));
   runtime::count(runtime::Counter::kRmaOps);
   runtime::count(runtime::Counter::kRmaDirect);

@@ -8,7 +8,6 @@
 
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
-#include "pack/cpu_pack.hpp"
 #include "rma/atomic.hpp"
 #include "rma/move.hpp"
 #include "rma/named.hpp"
@@ -93,16 +92,16 @@ Result<bool> apply_atomic(const RequestHeader& h, const type::PackPlan& plan, co
   const int64_t size = (t == AtomicType::kI32 || t == AtomicType::kU32 || t == AtomicType::kF32) ? 4 : 8;
   const int64_t n = plan.size * h.count;
   std::vector<int64_t> offsets;
-  pack::element_offsets(plan, h.count, size, offsets);
-  if (static_cast<int64_t>(offsets.size()) * size != n) return false;
+  int64_t first = 0;
+  if (!atomic_offsets(plan, h.count, size, offsets, first)) return false;
   const bool fetch = h.kind != Kind::kAccumulate;
   const bool values = op != AtomicOp::kNoOp;
   if (h.payload != (!values ? 0 : op == AtomicOp::kCas ? 2 * n : n))
     return Error{MPI_ERR_INTERN, "accumulate payload does not match its layout"};
   std::vector<unsigned char> old(fetch ? static_cast<size_t>(n) : 0);
-  Status s = atomic_apply(at.info.device, at.addr, offsets.data(), values ? payload : nullptr,
-                          op == AtomicOp::kCas ? payload + n : nullptr, fetch ? old.data() : nullptr,
-                          static_cast<int64_t>(offsets.size()), t, op);
+  Status s = atomic_apply(at.info.device, at.addr, offsets.empty() ? nullptr : offsets.data(), first,
+                          values ? payload : nullptr, op == AtomicOp::kCas ? payload + n : nullptr,
+                          fetch ? old.data() : nullptr, n / size, t, op);
   if (fetch) send_reply(w, origin, std::move(old));  // always answered: the origin waits for it
   if (!s) return s.error();
   return true;
