@@ -2,7 +2,8 @@
 // MPI_Send/MPI_Recv ping-pong through dtmpi (MPI_*) and straight to the system
 // MPI (PMPI_*), interleaved in rounds so both see the same machine state; on
 // a machine with a usable GPU, for each place a host buffer can live (stack,
-// brk heap, an mmap'd page that only the driver can classify, a type with
+// brk heap, an mmap'd page that only the driver can classify, MPI_Alloc_mem's
+// memory (dtmpi's host ranges), a type with
 // the buffer-location attribute) and, as the classification before issue 29,
 // with the driver's pointer query made on every call. Then the system MPI's
 // own cost per call of what dtmpi's transfers use (a 232-byte control message,
@@ -189,6 +190,9 @@ int bench_latency(int argc, char** argv) {
   char* heap_buf = static_cast<char*>(std::malloc(8));
   auto* page = static_cast<char*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (page == MAP_FAILED) return 1;
+  // MPI_Alloc_mem's memory: proven host by dtmpi's host ranges while it lives
+  char* alloc_mem = nullptr;
+  if (MPI_Alloc_mem(4096, MPI_INFO_NULL, &alloc_mem) != MPI_SUCCESS) return 1;
   const bool gpu = runtime::gpu_enabled();
   MPI_Datatype host_bytes = MPI_DATATYPE_NULL;
   std::vector<Row> rows;
@@ -196,6 +200,7 @@ int bench_latency(int argc, char** argv) {
   if (gpu) {
     rows.push_back({"heap buffer (malloc 8 B)", heap_buf, MPI_BYTE, false, {}, {}});
     rows.push_back({"mmap'd page (driver asked)", page, MPI_BYTE, false, {}, {}});
+    rows.push_back({"MPI_Alloc_mem (host ranges)", alloc_mem, MPI_BYTE, false, {}, {}});
     if (dtmpi_buffer_keyval() != MPI_KEYVAL_INVALID) {
       MPI_Type_dup(MPI_BYTE, &host_bytes);
       MPI_Type_commit(&host_bytes);
@@ -252,6 +257,7 @@ int bench_latency(int argc, char** argv) {
   }
   if (host_bytes != MPI_DATATYPE_NULL) MPI_Type_free(&host_bytes);
   munmap(page, 4096);
+  MPI_Free_mem(alloc_mem);
   std::free(heap_buf);
   return 0;
 }

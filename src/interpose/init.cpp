@@ -4,6 +4,7 @@
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "rma/progress_op.hpp"
+#include "runtime/host_ranges.hpp"
 #include "runtime/lifecycle.hpp"
 #include "transport/ipc.hpp"
 #include "base/system_mpi.hpp"
@@ -52,5 +53,8 @@ DTMPI_EXPORT int MPI_Finalize() {
     dtmpi::transport::finalize_peers();
     dtmpi::runtime::on_mpi_finalizing();
   }
+  // the system MPI may release MPI_Alloc_mem's memory it was not given back:
+  // no address of it stays proven host (runtime/host_ranges.hpp)
+  dtmpi::runtime::drop_all_host_ranges();
   return REAL(MPI_Finalize)();
 }

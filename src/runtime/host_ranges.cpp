@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 namespace dtmpi::runtime {
 
@@ -15,6 +16,7 @@ namespace host_ranges_detail {
 ProcessRanges g_process;
 std::atomic<bool> g_process_ready{false};
 __thread ThreadStack t_stack __attribute__((tls_model("initial-exec"))) = {0, 0, false};
+OwnedRanges g_owned;
 }  // namespace host_ranges_detail
 
 namespace {
@@ -101,6 +103,77 @@ bool provably_host_first(const void* p) {
   return provably_host(p);
 }
 }  // namespace host_ranges_detail
+
+namespace {
+using host_ranges_detail::g_owned;
+using host_ranges_detail::kMaxOwned;
+
+std::mutex& owned_writer() {
+  static auto* mu = new std::mutex;  // never destroyed: MPI_Free_mem may run in static destructors
+  return *mu;
+}
+
+// One change of g_owned, under the writer's lock: `seq` odd around it, so
+// that no reader trusts what it read meanwhile (the seqlock's write side).
+template <class F>
+void change_owned(F&& f) {
+  const uint32_t s = g_owned.seq.load(std::memory_order_relaxed);
+  g_owned.seq.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  f();
+  g_owned.seq.store(s + 2, std::memory_order_release);
+}
+
+// Removes slot i (the last slot moves into it), inside change_owned.
+void remove_slot(int i) {
+  const int last = g_owned.count.load(std::memory_order_relaxed) - 1;
+  g_owned.lo[i].store(g_owned.lo[last].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_owned.hi[i].store(g_owned.hi[last].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_owned.count.store(last, std::memory_order_relaxed);
+}
+}  // namespace
+
+bool add_host_range(const void* p, size_t bytes) {
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  if (p == nullptr || bytes == 0 || lo + bytes < lo) return false;
+  const uintptr_t hi = lo + bytes;
+  std::lock_guard lock(owned_writer());
+  bool added = false;
+  change_owned([&] {
+    // overlapping entries were released without our seeing (MPI_Free_mem
+    // of another MPI library, a program error): they prove nothing now
+    for (int i = g_owned.count.load(std::memory_order_relaxed) - 1; i >= 0; --i)
+      if (g_owned.lo[i].load(std::memory_order_relaxed) < hi && lo < g_owned.hi[i].load(std::memory_order_relaxed))
+        remove_slot(i);
+    const int n = g_owned.count.load(std::memory_order_relaxed);
+    if (n == kMaxOwned) return;
+    g_owned.lo[n].store(lo, std::memory_order_relaxed);
+    g_owned.hi[n].store(hi, std::memory_order_relaxed);
+    g_owned.count.store(n + 1, std::memory_order_relaxed);
+    added = true;
+  });
+  return added;
+}
+
+bool drop_host_range(const void* p) {
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(owned_writer());
+  const int n = g_owned.count.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (g_owned.lo[i].load(std::memory_order_relaxed) == lo) {
+      change_owned([&] { remove_slot(i); });
+      return true;
+    }
+  return false;
+}
+
+void drop_all_host_ranges() {
+  std::lock_guard lock(owned_writer());
+  if (g_owned.count.load(std::memory_order_relaxed) == 0) return;
+  change_owned([] { g_owned.count.store(0, std::memory_order_relaxed); });
+}
+
+int host_range_count() { return g_owned.count.load(std::memory_order_relaxed); }
 
 HostRanges host_ranges() {
   const ProcessRanges& r = process_ranges();

@@ -15,12 +15,21 @@
 //     a coroutine or signal stack is not taken for it);
 //   * the main executable's loaded segments (static and global data), which
 //     are never unmapped.
+//   * host memory whose whole lifetime dtmpi sees: MPI_Alloc_mem's, from its
+//     return to MPI_Free_mem (add_host_range below).
 // Anything else (mmap'd buffers, other threads' arenas and stacks, shared
 // libraries) is not proven host here; runtime::pointer_info asks the driver.
+// Not by a cache of the driver's "not CUDA memory" answers, nor by the
+// driver's VA reservations: either is only as good as our seeing every unmap
+// (glibc's free of a large block calls its internal munmap, which no
+// interposed munmap sees: tests/runtime/test_unmap_visibility.cpp) or every
+// mapping the driver makes, and after an unseen one the same address can be
+// device memory.
 // Host memory page-locked later with cudaHostRegister stays host memory to
 // MPI; that it is pinned is not seen here (pointer_info_exact sees it).
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace dtmpi::runtime {
@@ -43,6 +52,37 @@ struct ThreadStack {
   bool asked;
 };
 extern __thread ThreadStack t_stack __attribute__((tls_model("initial-exec")));
+// Host ranges whose lifetime dtmpi sees from start to end (add_host_range):
+// a seqlock-guarded table, read with loads only. `count` is the number of
+// slots in use; `seq` is odd while a writer changes the table, so a reader
+// that saw an even `seq` before and the same `seq` after its loads read one
+// consistent table (a (lo, hi) pair torn between two writes could otherwise
+// span memory no entry covers).
+constexpr int kMaxOwned = 64;
+struct OwnedRanges {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<int> count{0};
+  std::atomic<uintptr_t> lo[kMaxOwned] = {};
+  std::atomic<uintptr_t> hi[kMaxOwned] = {};
+};
+extern OwnedRanges g_owned __attribute__((visibility("hidden")));
+// True if `a` lies in an entry of g_owned. False also where a writer changed
+// the table meanwhile: false only sends the address to the driver.
+[[gnu::always_inline]] inline bool in_owned(uintptr_t a) {
+  OwnedRanges& t = g_owned;
+  if (t.count.load(std::memory_order_relaxed) == 0) return false;  // the common case: one load
+  const uint32_t before = t.seq.load(std::memory_order_acquire);
+  if (before & 1) return false;
+  const int n = t.count.load(std::memory_order_relaxed);
+  bool hit = false;
+  for (int i = 0; i < n && i < kMaxOwned; ++i)
+    if (a >= t.lo[i].load(std::memory_order_relaxed) && a < t.hi[i].load(std::memory_order_relaxed)) {
+      hit = true;
+      break;
+    }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return hit && t.seq.load(std::memory_order_relaxed) == before;
+}
 bool provably_host_first(const void* p);  // learns what is missing, then answers
 // The stack pointer where this is inlined: every address from it up to the
 // stack's top is live stack of this thread, the caller's own locals included.
@@ -93,7 +133,7 @@ template <bool kNoCall>
   }
   for (int i = 0; i < r.segments; ++i)
     if (a >= r.seg_lo[i] && a < r.seg_hi[i]) return true;
-  return false;
+  return in_owned(a);
 }
 }  // namespace host_ranges_detail
 
@@ -116,6 +156,22 @@ template <bool kNoCall>
   if (!s.asked || !d::g_process_ready.load(std::memory_order_acquire)) return false;
   return d::in_known_regions<true>(p, s);
 }
+
+// Host memory whose whole lifetime dtmpi sees (issue 29): [p, p + bytes) is
+// ordinary host memory from now until drop_host_range(p), and whoever calls
+// this guarantees that nothing releases it before. The interposed
+// MPI_Alloc_mem adds the memory it returns (after the driver said it is not
+// CUDA memory); MPI_Free_mem and PMPI_Free_mem drop it before the system MPI
+// frees it, MPI_Finalize drops all. Then provably_host answers for it without
+// a call, as for the heap. An entry that overlaps one already there replaces
+// it (the older one was released without our seeing: it proves nothing
+// now). False (nothing added): an empty or wrapping range, or a full table
+// (the addresses are then asked of the driver, as before).
+bool add_host_range(const void* p, size_t bytes);
+// Drops the entry that starts at `p`; false if there is none.
+bool drop_host_range(const void* p);
+void drop_all_host_ranges();
+int host_range_count();
 
 // What provably_host knows, for tests and dtmpi-info.
 struct HostRanges {

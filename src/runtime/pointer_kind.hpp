@@ -21,7 +21,8 @@ using pack::PointerInfo;
 // Classifies `p` for moving its bytes: whether it is GPU memory (device,
 // managed, IPC-mapped) and where. Host memory the process's layout proves is
 // not CUDA's (runtime/host_ranges.hpp: the brk heap, the caller's stack, the
-// executable's data) is answered kHost without a driver call -- also where
+// executable's data, MPI_Alloc_mem's memory until MPI_Free_mem) is answered
+// kHost without a driver call -- also where
 // the application page-locked it with cudaHostRegister; every other address
 // is asked of the driver once per call (pinned host memory then kPinnedHost),
 // its CUDA allocations remembered as address ranges validated by the

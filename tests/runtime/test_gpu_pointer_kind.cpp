@@ -1,6 +1,7 @@
 // Pointer classification (runtime/pointer_kind.hpp) against the driver's own
 // answer (cudaPointerGetAttributes), for every kind of memory: pageable
-// (heap, large malloc, stack, static), pinned (cudaHostAlloc, cudaMallocHost,
+// (heap, large malloc, stack, static, mmap'd pages, MPI_Alloc_mem's memory
+// proven host by the host ranges), pinned (cudaHostAlloc, cudaMallocHost,
 // cudaHostRegister), managed, device, IPC-mapped from the other rank; freed
 // and reallocated in both orders; the start, middle, last byte and one past
 // the end of each; thousands of random allocations and frees from several
@@ -11,12 +12,14 @@
 #include <mpi.h>
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "common/dtmpi_stats.hpp"
 #include "dtmpi/dtmpi.h"
 #include "runtime/host_ranges.hpp"
 #include "runtime/pointer_kind.hpp"
@@ -90,6 +93,12 @@ TEST(PointerKind, EveryKindOfMemory) {
   expect_span(small, 200, "heap");
   void* big = std::malloc(4 << 20);
   expect_span(big, 4 << 20, "large malloc");
+  // an mmap'd page: asked of the driver, never proven host by the layout
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  expect_span(page, 4096, "mmap'd page");
+  EXPECT_FALSE(rt::provably_host(page));
+  munmap(page, 4096);
   void *pinned = nullptr, *mallochost = nullptr, *dev = nullptr, *managed = nullptr;
   CUDA_OK(cudaHostAlloc(&pinned, 1 << 16, cudaHostAllocMapped | cudaHostAllocPortable));
   expect_span(pinned, 1 << 16, "cudaHostAlloc");
@@ -161,13 +170,77 @@ TEST(PointerKind, FreedAndReallocatedBothOrders) {
   std::printf("device/managed/pinned allocations at a freed host address: %d\n", reused);
 }
 
+// What the interposed MPI_Alloc_mem does (src/interpose/alloc_mem.cpp), in
+// this executable's copy of the runtime (libdtmpi's own is not reachable from
+// here): memory the driver calls not CUDA memory at both ends is added to the
+// host ranges; dropped before it is freed.
+bool add_like_alloc_mem(void* p, size_t len) {
+  const char* c = static_cast<const char*>(p);
+  return rt::pointer_info_exact(c).kind == MemKind::kHost && rt::pointer_info_exact(c + len - 1).kind == MemKind::kHost &&
+         rt::add_host_range(p, len);
+}
+
+// MPI_Alloc_mem's memory: proven host without a driver call while it lives
+// (libdtmpi counts it), the driver's answer again once freed -- device,
+// managed and pinned memory allocated where it was (device after host), and
+// host memory where device memory was (host after device).
+TEST(PointerKind, AllocMemProvenHostUntilFreed) {
+  const char* key = "MPI_Alloc_mem ranges proven host ";
+  const uint64_t entries = dtmpi::testing::stat_value(key);
+  const size_t len = 2 << 20;
+  int reused = 0;
+  for (int i = 0; i < 50; ++i) {
+    void* mem = nullptr;
+    ASSERT_EQ(MPI_Alloc_mem(static_cast<MPI_Aint>(len), MPI_INFO_NULL, &mem), MPI_SUCCESS);
+    EXPECT_EQ(dtmpi::testing::stat_value(key), entries + 1) << "libdtmpi did not add MPI_Alloc_mem's memory";
+    EXPECT_EQ(driver_truth(mem).kind, MemKind::kHost);
+    ASSERT_TRUE(add_like_alloc_mem(mem, len));
+    const uint64_t before = rt::driver_pointer_queries();
+    for (size_t off : {size_t{0}, len / 2, len - 1}) {
+      EXPECT_EQ(rt::pointer_info(static_cast<char*>(mem) + off).kind, MemKind::kHost);
+      EXPECT_TRUE(rt::host_without_call(static_cast<char*>(mem) + off));
+    }
+    EXPECT_EQ(rt::driver_pointer_queries(), before) << "MPI_Alloc_mem's memory asked of the driver";
+    expect_span(mem, len, "MPI_Alloc_mem");
+    ASSERT_TRUE(rt::drop_host_range(mem));
+    ASSERT_EQ(MPI_Free_mem(mem), MPI_SUCCESS);
+    EXPECT_EQ(dtmpi::testing::stat_value(key), entries);
+    void *d = nullptr, *m = nullptr, *p = nullptr;
+    CUDA_OK(cudaMalloc(&d, len));
+    CUDA_OK(cudaMallocManaged(&m, 4096));
+    CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocDefault));
+    for (void* q : {d, m, p}) {
+      const auto a = reinterpret_cast<uintptr_t>(q), lo = reinterpret_cast<uintptr_t>(mem);
+      reused += a >= lo && a < lo + len;
+    }
+    expect_span(d, len, "device after MPI_Alloc_mem");
+    expect_span(m, 4096, "managed after MPI_Alloc_mem");
+    expect_span(p, 4096, "pinned after MPI_Alloc_mem");
+    // host after device: a mapping at the freed device address, added as
+    // MPI_Alloc_mem would add it
+    CUDA_OK(cudaFree(d));
+    void* h = mmap(d, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (h != MAP_FAILED) {
+      if (add_like_alloc_mem(h, len)) {
+        expect_span(h, len, "added host after device");
+        rt::drop_host_range(h);
+      }
+      munmap(h, len);
+    }
+    cudaFree(m);
+    cudaFreeHost(p);
+  }
+  std::printf("device/managed/pinned allocations where MPI_Alloc_mem's memory was: %d\n", reused);
+}
+
 // Random allocations and frees of every kind, each thread its own.
 void random_rounds(unsigned seed, int rounds) {
   std::mt19937 rng(seed);
   struct Block {
     void* p;
     size_t len;
-    int how;  // 0 malloc, 1 device, 2 managed, 3 pinned, 4 registered malloc
+    int how;  // 0 malloc, 1 device, 2 managed, 3 pinned, 4 registered malloc, 5 mmap'd,
+              // 6 mmap'd and added to the host ranges (as MPI_Alloc_mem's memory)
   };
   std::vector<Block> live;
   auto release = [](const Block& b) {
@@ -176,11 +249,13 @@ void random_rounds(unsigned seed, int rounds) {
       case 1: case 2: cudaFree(b.p); break;
       case 3: cudaFreeHost(b.p); break;
       case 4: cudaHostUnregister(b.p); std::free(b.p); break;
+      case 6: rt::drop_host_range(b.p); [[fallthrough]];  // dropped before it goes
+      case 5: munmap(b.p, b.len); break;
     }
   };
   for (int i = 0; i < rounds; ++i) {
     if (live.size() < 32 && (live.empty() || rng() % 3 != 0)) {
-      const int how = static_cast<int>(rng() % 5);
+      const int how = static_cast<int>(rng() % 7);
       const size_t len = 1 + rng() % (rng() % 4 == 0 ? (1 << 20) : 8192);
       void* p = nullptr;
       bool ok = true;
@@ -193,6 +268,12 @@ void random_rounds(unsigned seed, int rounds) {
           p = std::aligned_alloc(4096, (len + 4095) / 4096 * 4096);
           ok = p && cudaHostRegister(p, len, cudaHostRegisterDefault) == cudaSuccess;
           if (!ok) std::free(p);
+          break;
+        case 5:
+        case 6:
+          p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+          ok = p != MAP_FAILED;
+          if (ok && how == 6) add_like_alloc_mem(p, len);  // a full table adds nothing: then asked
           break;
       }
       ASSERT_TRUE(ok && p) << "allocation kind " << how;

@@ -8,6 +8,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -234,3 +236,156 @@ TEST(HostRanges, RandomAllocationsSeveralThreads) {
 }
 
 }  // namespace
+
+// The host ranges whose lifetime dtmpi sees (add_host_range: MPI_Alloc_mem's
+// memory). The table's logic only: the addresses are a reservation without
+// access, which no other region of provably_host claims, so every "host"
+// answer below comes from the table.
+namespace owned {
+
+using dtmpi::runtime::add_host_range;
+using dtmpi::runtime::drop_all_host_ranges;
+using dtmpi::runtime::drop_host_range;
+using dtmpi::runtime::host_range_count;
+using dtmpi::runtime::provably_host;
+using dtmpi::runtime::provably_host_no_call;
+
+struct Reservation {
+  size_t len;
+  char* p;
+  explicit Reservation(size_t n)
+      : len(n),
+        p(static_cast<char*>(mmap(nullptr, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0))) {}
+  ~Reservation() { munmap(p, len); }
+};
+
+TEST(OwnedRanges, AddedUntilDropped) {
+  drop_all_host_ranges();
+  Reservation r(1 << 20);
+  ASSERT_NE(r.p, MAP_FAILED);
+  char* p = r.p + 4096;
+  const size_t len = 10000;
+  EXPECT_FALSE(provably_host(p));
+  ASSERT_TRUE(add_host_range(p, len));
+  EXPECT_EQ(host_range_count(), 1);
+  for (size_t off : {size_t{0}, size_t{1}, len / 2, len - 1}) {
+    EXPECT_TRUE(provably_host(p + off)) << off;
+    EXPECT_TRUE(provably_host_no_call(p + off)) << off;
+  }
+  EXPECT_FALSE(provably_host(p + len));  // one past the end
+  EXPECT_FALSE(provably_host(p - 1));
+  // only the entry's start drops it (MPI_Free_mem's argument)
+  EXPECT_FALSE(drop_host_range(p + 1));
+  EXPECT_TRUE(provably_host(p));
+  EXPECT_TRUE(drop_host_range(p));
+  EXPECT_FALSE(drop_host_range(p));
+  EXPECT_EQ(host_range_count(), 0);
+  for (size_t off : {size_t{0}, len / 2, len - 1}) EXPECT_FALSE(provably_host(p + off)) << off;
+}
+
+TEST(OwnedRanges, RefusesWhatNamesNoMemory) {
+  drop_all_host_ranges();
+  Reservation r(1 << 16);
+  ASSERT_NE(r.p, MAP_FAILED);
+  EXPECT_FALSE(add_host_range(nullptr, 100));
+  EXPECT_FALSE(add_host_range(r.p, 0));
+  EXPECT_FALSE(add_host_range(reinterpret_cast<void*>(UINTPTR_MAX - 10), 100));  // wraps
+  EXPECT_EQ(host_range_count(), 0);
+  EXPECT_FALSE(provably_host(r.p));
+}
+
+// An entry overlapping an older one replaces it: the older was released
+// without our seeing, and proves nothing now.
+TEST(OwnedRanges, OverlapReplacesTheOlder) {
+  drop_all_host_ranges();
+  Reservation r(1 << 20);
+  ASSERT_NE(r.p, MAP_FAILED);
+  ASSERT_TRUE(add_host_range(r.p, 8192));
+  ASSERT_TRUE(add_host_range(r.p + 65536, 4096));  // apart: kept
+  ASSERT_TRUE(add_host_range(r.p + 4096, 100));    // inside the first
+  EXPECT_EQ(host_range_count(), 2);
+  EXPECT_FALSE(provably_host(r.p));
+  EXPECT_TRUE(provably_host(r.p + 4096 + 99));
+  EXPECT_FALSE(provably_host(r.p + 4096 + 100));
+  EXPECT_TRUE(provably_host(r.p + 65536));
+  drop_all_host_ranges();
+  EXPECT_EQ(host_range_count(), 0);
+  EXPECT_FALSE(provably_host(r.p + 65536));
+}
+
+// A full table adds nothing more (those addresses go to the driver) and keeps
+// answering for what it holds; any entry can be dropped.
+TEST(OwnedRanges, FullTable) {
+  drop_all_host_ranges();
+  const int n = dtmpi::runtime::host_ranges_detail::kMaxOwned;
+  Reservation r(static_cast<size_t>(n + 1) * 8192);
+  ASSERT_NE(r.p, MAP_FAILED);
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(add_host_range(r.p + i * 8192, 4096)) << i;
+  EXPECT_FALSE(add_host_range(r.p + n * 8192, 4096));
+  EXPECT_FALSE(provably_host(r.p + n * 8192));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(provably_host(r.p + i * 8192 + 4095)) << i;
+    EXPECT_FALSE(provably_host(r.p + i * 8192 + 4096)) << i;  // the gaps
+  }
+  // drop from the middle: the last entry moves into its slot
+  for (int i = 0; i < n; i += 2) ASSERT_TRUE(drop_host_range(r.p + i * 8192));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(provably_host(r.p + i * 8192), i % 2 == 1) << i;
+  drop_all_host_ranges();
+}
+
+// Readers in 4 threads while a writer adds and drops entries without pause,
+// so that slots are rewritten with other ranges under the readers: an
+// address in no entry ever added is never called host (a (lo, hi) pair read
+// torn between two writes would span the gaps), and one in an entry that is
+// never dropped is called host except where a write raced (then false,
+// which only asks the driver).
+TEST(OwnedRanges, ReadersNeverSeeATornTable) {
+  drop_all_host_ranges();
+  constexpr int kSlots = 16;
+  constexpr size_t kStride = 16384, kLen = 4096;
+  Reservation r(kSlots * kStride + kStride);
+  ASSERT_NE(r.p, MAP_FAILED);
+  char* keep = r.p + kSlots * kStride;
+  ASSERT_TRUE(add_host_range(keep, kLen));
+  std::atomic<bool> stop{false};
+  std::atomic<long> writes{0};
+  std::thread writer([&] {
+    std::mt19937 rng(5);
+    std::vector<char*> live;
+    while (!stop.load(std::memory_order_relaxed)) {
+      char* p = r.p + (rng() % kSlots) * kStride;
+      if (add_host_range(p, kLen)) live.push_back(p);  // may replace its older self
+      writes.fetch_add(1, std::memory_order_relaxed);
+      if (!live.empty() && rng() % 2) {
+        const size_t k = rng() % live.size();
+        drop_host_range(live[k]);
+        live[k] = live.back();
+        live.pop_back();
+      }
+    }
+  });
+  std::atomic<long> wrong{0}, kept{0}, reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t)
+    readers.emplace_back([&, t] {
+      std::mt19937 rng(50 + static_cast<unsigned>(t));
+      (void)provably_host(keep);  // learns this thread's stack: the no-call check answers from then on
+      for (int i = 0; i < 200000; ++i) {
+        // a gap: past an entry's end, before the next one's start
+        const char* gap = r.p + (rng() % kSlots) * kStride + kLen + rng() % (kStride - kLen);
+        if (provably_host_no_call(gap)) wrong.fetch_add(1);
+        if (provably_host_no_call(keep + rng() % kLen)) kept.fetch_add(1);
+        reads.fetch_add(1);
+      }
+    });
+  for (auto& t : readers) t.join();
+  stop = true;
+  writer.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(kept.load(), 0);
+  std::printf("kept entry called host in %ld of %ld reads (the rest raced a write), %ld writes meanwhile\n",
+              kept.load(), reads.load(), writes.load());
+  drop_all_host_ranges();
+}
+
+}  // namespace owned
