@@ -1,6 +1,7 @@
 // The origin side of dtmpi's one-sided operations (rma/ops.hpp).
 #include "rma/ops.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/system_mpi.hpp"
@@ -81,6 +82,10 @@ Result<Message> compose(Window& w, RequestHeader h, int target, const PlanPtr& t
 // the application sees it).
 Status check_target(const Window& w, const TargetSide& t, const type::PackPlan& plan) {
   if (t.rank < 0 || t.rank >= w.size) return Error{MPI_ERR_RANK, "one-sided operation to an invalid rank"};
+  // an access epoch to the target: a fence's, a start's naming it, or a lock on it
+  const bool started = std::find(w.start_group.begin(), w.start_group.end(), t.rank) != w.start_group.end();
+  if (!w.fence_epoch && !started && w.peers[static_cast<size_t>(t.rank)].lock_type == 0)
+    return Error{MPI_ERR_RMA_SYNC, "one-sided operation outside an access epoch to its target"};
   if (t.count < 0) return Error{MPI_ERR_COUNT, "one-sided operation with a negative count"};
   if (w.flavor == Flavor::kDynamic || t.count == 0) return ok_status();
   const type::Bounds b = type::touched_bounds(plan);

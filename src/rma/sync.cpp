@@ -86,8 +86,11 @@ Status fence_sync(Window& w) {
   return take_deferred(w);
 }
 
-Status fence(Window& w, int /*assert_flags: every fence is a full one*/) {
+Status fence(Window& w, int assert_flags) {
   std::lock_guard lock(rma_mutex());
+  // every fence synchronizes fully; the assertion only says whether it opens
+  // an epoch for the operations that follow (MPI_ERR_RMA_SYNC otherwise)
+  w.fence_epoch = (assert_flags & MPI_MODE_NOSUCCEED) == 0;
   return fence_sync(w);
 }
 

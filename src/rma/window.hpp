@@ -107,6 +107,7 @@ struct Window {
   int shared_holders = 0;
   std::deque<std::pair<int, int>> lock_queue;  // (origin, lock type)
   int fence_marks = 0;                         // kFence messages received, not yet consumed
+  bool fence_epoch = false;                    // a fence opened an epoch (no MPI_MODE_NOSUCCEED)
   std::vector<int> post_group, start_group;    // PSCW groups in this window's ranks
   std::deque<Outgoing> outgoing;
   // An error of this rank's part of the protocol that no call was returning
