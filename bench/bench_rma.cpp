@@ -9,6 +9,12 @@
 //               an empty reply (so that it too ends when the bytes are there)
 //   limit       cudaMemcpy(2D) device to device of the same bytes in one
 //               process: the copy a direct CUDA IPC path would make
+//   sys-host    the system MPI's own put (PMPI_*, bypassing dtmpi) to a window
+//               over host memory, from host memory: what RMA costs without
+//               GPUs ("n/a" where the system MPI cannot create the window;
+//               Open MPI 4.1 needs OMPI_MCA_osc=pt2pt)
+// DTMPI_RANKS_PER_NODE=1 makes rank 1 another (emulated) node: dtmpi's
+// operations then take the message protocol.
 // Objects: contiguous, and 2-D rows of 256 B with a pitch of 512 B on both
 // sides (a vector datatype). Each row: median time per operation.
 #include <cuda_runtime.h>
@@ -86,10 +92,19 @@ int bench_rma(int argc, char** argv) {
   std::vector<unsigned char> host(span);
   MPI_Win win;
   MPI_Win_create(win_mem, static_cast<MPI_Aint>(span), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  // the system MPI's window over host memory (created through PMPI: dtmpi never sees it)
+  std::vector<unsigned char> host_win(span), host_origin(span, 1);
+  MPI_Win sys_win = MPI_WIN_NULL;
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int sys_ok = PMPI_Win_create(host_win.data(), static_cast<MPI_Aint>(span), 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                               &sys_win) == MPI_SUCCESS;
+  int all_ok = 0;
+  PMPI_Allreduce(&sys_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok && sys_win != MPI_WIN_NULL) PMPI_Win_free(&sys_win);
   if (me == 0) {
     std::printf("one-sided operations on GPU windows, 2 ranks, %d GPU(s); us per operation (median)\n", gpus);
-    std::printf("%-13s %10s %9s %9s %9s %9s %9s %8s %8s\n", "object", "bytes", "put", "get", "acc", "manual",
-                "limit", "put/man", "put/lim");
+    std::printf("%-13s %10s %9s %9s %9s %9s %9s %9s %8s %8s\n", "object", "bytes", "put", "get", "acc", "manual",
+                "limit", "sys-host", "put/man", "put/lim");
   }
   for (const Shape& s : shapes) {
     MPI_Datatype t;
@@ -136,14 +151,24 @@ int bench_rma(int argc, char** argv) {
     const double limit = timed(me, iters, [&] {
       cuda_ok(cudaMemcpy2D(limit_dst, p, origin, p, w, h, cudaMemcpyDeviceToDevice), "D2D");
     }, nothing);
+    double sys = -1;
+    if (all_ok)
+      sys = timed(me, iters, [&] {
+        PMPI_Win_lock(MPI_LOCK_SHARED, 1, 0, sys_win);
+        PMPI_Put(host_origin.data(), 1, t, 1, 0, 1, t, sys_win);
+        PMPI_Win_unlock(1, sys_win);
+      }, nothing);
+    char sys_text[16] = "n/a";
+    if (sys >= 0) std::snprintf(sys_text, sizeof sys_text, "%.1f", sys * 1e6);
     if (me == 0)
-      std::printf("%-13s %10lld %9.1f %9.1f %9.1f %9.1f %9.1f %8.2f %8.1f\n", s.name.c_str(),
+      std::printf("%-13s %10lld %9.1f %9.1f %9.1f %9.1f %9.1f %9s %8.2f %8.1f\n", s.name.c_str(),
                   static_cast<long long>(s.bytes), put * 1e6, get * 1e6, acc * 1e6, manual * 1e6, limit * 1e6,
-                  put / manual, put / limit);
+                  sys_text, put / manual, put / limit);
     MPI_Type_free(&t);
     MPI_Type_free(&dt);
   }
   MPI_Win_free(&win);
+  if (all_ok) PMPI_Win_free(&sys_win);
   cudaFree(win_mem);
   cudaFree(origin);
   cudaFree(limit_dst);

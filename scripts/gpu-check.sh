@@ -192,8 +192,12 @@ if [ "$what" = rma ]; then
       grep -aE '^(FAIL|ERROR):' "$out/m4p-rma-$t.log" | sort | uniq -c | head -12
     done
   fi
-  step "dtmpi-bench rma: put/get/accumulate on GPU windows vs the same through host memory"
-  [ -x $build/bench/dtmpi-bench ] && timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 | tee "$out/rma-bench.txt" | tail -30
+  step "dtmpi-bench rma: put/get/accumulate on GPU windows (same node: CUDA IPC) vs manual, limit, the system MPI's host window"
+  OMPI_MCA_osc=pt2pt timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 | grep -v "dtmpi warn" \
+    | tee "$out/rma-bench.txt" | tail -14
+  step "dtmpi-bench rma with rank 1 on another (emulated) node: DTMPI_RANKS_PER_NODE=1, the message protocol"
+  DTMPI_RANKS_PER_NODE=1 OMPI_MCA_osc=pt2pt timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 \
+    | grep -v "dtmpi warn" | tee "$out/rma-bench-nodes.txt" | tail -14
 fi
 
 if [ "$what" = mpi4py ]; then
