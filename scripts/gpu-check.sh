@@ -178,7 +178,7 @@ if [ "$what" = rma ]; then
   [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build dtmpi, rma_program ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
-  cmake --build $build -j "$(nproc)" --target dtmpi rma_program dtmpi-bench > "$out/build-rma.log" 2>&1 \
+  cmake --build $build -j "$(nproc)" --target dtmpi rma_program rma_errors dtmpi-bench > "$out/build-rma.log" 2>&1 \
     || { grep -E "error" -A5 "$out/build-rma.log" | head -40; exit 1; }
   step "ctest -L rma: the random RMA program against MPICH's results, host (DTMPI_RMA=all) and GPU memory"
   (cd $build && timeout 300 ctest -L rma -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-rma.log" \
