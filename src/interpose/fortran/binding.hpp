@@ -111,6 +111,17 @@ inline void to_one_based(MPI_Fint* indices, int n) {
 // MPII_Win_get_attr give it; MPI_WIN_BASE is the base address. (C's value of
 // an attribute set from Fortran is that value as a pointer; Open MPI's own
 // binding would give C a pointer to it. Mixed-language attributes only.)
+// MPICH's Fortran names of the predefined window attributes are C's keyval
+// + 1 (mpif.h: MPI_WIN_BASE = 0x66000002, mpi.h: 0x66000001), which tells its
+// binding which language asks; C's MPI_Win_get_attr knows C's. Open MPI's
+// are C's.
+inline int win_keyval(const MPI_Fint* f) {
+#ifdef MPICH
+  for (int k : {MPI_WIN_BASE, MPI_WIN_SIZE, MPI_WIN_DISP_UNIT, MPI_WIN_CREATE_FLAVOR, MPI_WIN_MODEL})
+    if (*f == k + 1) return k;
+#endif
+  return static_cast<int>(*f);
+}
 inline void* attr_in(const MPI_Aint* v) { return reinterpret_cast<void*>(*v); }
 inline MPI_Aint attr_out(int keyval, void* c) {
   if (keyval == MPI_WIN_SIZE) return *static_cast<const MPI_Aint*>(c);

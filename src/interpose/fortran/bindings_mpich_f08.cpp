@@ -313,25 +313,28 @@ DTMPI_FORTRAN_F08_ENTRY(win_free, (MPI_Fint* win, MPI_Fint* ierror)) {
 
 // MPI_Win_get_attr(win, keyval, value, flag, ierror)  (use mpi_f08)
 DTMPI_FORTRAN_F08_ENTRY(win_get_attr, (MPI_Fint* win, MPI_Fint* keyval, MPI_Aint* value, MPI_Fint* flag, MPI_Fint* ierror)) {
+  const int keyval_c = f::win_keyval(keyval);
   void* value_c = nullptr;
   int flag_c = 0;
-  const int rc = MPI_Win_get_attr(MPI_Win_f2c(*win), f::in(keyval), &value_c, &flag_c);
+  const int rc = MPI_Win_get_attr(MPI_Win_f2c(*win), keyval_c, &value_c, &flag_c);
   *flag = f::logical_out(flag_c);
   if (rc == MPI_SUCCESS) {
-    if (flag_c) *value = f::attr_out(f::in(keyval), value_c);
+    if (flag_c) *value = f::attr_out(keyval_c, value_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_Win_set_attr(win, keyval, value, ierror)  (use mpi_f08)
 DTMPI_FORTRAN_F08_ENTRY(win_set_attr, (MPI_Fint* win, MPI_Fint* keyval, MPI_Aint* value, MPI_Fint* ierror)) {
-  const int rc = MPI_Win_set_attr(MPI_Win_f2c(*win), f::in(keyval), f::attr_in(value));
+  const int keyval_c = f::win_keyval(keyval);
+  const int rc = MPI_Win_set_attr(MPI_Win_f2c(*win), keyval_c, f::attr_in(value));
   f::set_ierror(ierror, rc);
 }
 
 // MPI_Win_delete_attr(win, keyval, ierror)  (use mpi_f08)
 DTMPI_FORTRAN_F08_ENTRY(win_delete_attr, (MPI_Fint* win, MPI_Fint* keyval, MPI_Fint* ierror)) {
-  const int rc = MPI_Win_delete_attr(MPI_Win_f2c(*win), f::in(keyval));
+  const int keyval_c = f::win_keyval(keyval);
+  const int rc = MPI_Win_delete_attr(MPI_Win_f2c(*win), keyval_c);
   f::set_ierror(ierror, rc);
 }
 

@@ -8,18 +8,20 @@ namespace f = dtmpi::interpose::fortran;
 
 // MPI_WIN_GET_ATTR(WIN, KEYVAL, VALUE, FLAG, IERROR)
 DTMPI_FORTRAN_MPICH_ENTRY(win_get_attr, WIN_GET_ATTR, (MPI_Fint* win, MPI_Fint* keyval, MPI_Aint* value, MPI_Fint* flag, MPI_Fint* ierror)) {
+  const int keyval_c = f::win_keyval(keyval);
   void* value_c = nullptr;
   int flag_c = 0;
-  const int rc = MPI_Win_get_attr(MPI_Win_f2c(*win), f::in(keyval), &value_c, &flag_c);
+  const int rc = MPI_Win_get_attr(MPI_Win_f2c(*win), keyval_c, &value_c, &flag_c);
   *flag = f::logical_out(flag_c);
   if (rc == MPI_SUCCESS) {
-    if (flag_c) *value = f::attr_out(f::in(keyval), value_c);
+    if (flag_c) *value = f::attr_out(keyval_c, value_c);
   }
   f::set_ierror(ierror, rc);
 }
 
 // MPI_WIN_SET_ATTR(WIN, KEYVAL, VALUE, IERROR)
 DTMPI_FORTRAN_MPICH_ENTRY(win_set_attr, WIN_SET_ATTR, (MPI_Fint* win, MPI_Fint* keyval, MPI_Aint* value, MPI_Fint* ierror)) {
-  const int rc = MPI_Win_set_attr(MPI_Win_f2c(*win), f::in(keyval), f::attr_in(value));
+  const int keyval_c = f::win_keyval(keyval);
+  const int rc = MPI_Win_set_attr(MPI_Win_f2c(*win), keyval_c, f::attr_in(value));
   f::set_ierror(ierror, rc);
 }

@@ -83,7 +83,7 @@ def parse(path):
 def count_expr(sig, name):
     """The C value of the INTEGER argument `name` (in, or out after the call)."""
     kind = {a: k for a, k, _ in sig}[name]
-    return f"{name}_c" if kind == "int_out" else f"f::in({name})"
+    return f"{name}_c" if kind in ("int_out", "win_keyval") else f"f::in({name})"
 
 
 def entry(fn, family):
@@ -128,6 +128,9 @@ def entry(fn, family):
             args.append(name)
         elif kind == "aint":
             args.append(f"*{name}")
+        elif kind == "win_keyval":
+            pre.append(f"const int {c} = f::win_keyval({name});")
+            args.append(c)
         elif kind == "aint_out":
             pre.append(f"MPI_Aint {c} = 0;")
             args.append(f"&{c}")
