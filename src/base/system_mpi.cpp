@@ -15,6 +15,7 @@ void resolve_real_mpi() {
     g_real.name = reinterpret_cast<decltype(g_real.name)>(dlsym(RTLD_NEXT, #name));
   DTMPI_REAL_FUNCTIONS(DTMPI_RESOLVE)
   DTMPI_REAL_FUNCTIONS_LARGE_COUNT(DTMPI_RESOLVE)
+  DTMPI_REAL_FUNCTIONS_WIN_F2C(DTMPI_RESOLVE)
 #undef DTMPI_RESOLVE
 }
 

@@ -215,12 +215,23 @@
 #define DTMPI_REAL_FUNCTIONS_LARGE_COUNT(X)
 #endif
 
+// Open MPI's window handle conversions are functions, which dtmpi defines
+// over its own windows (interpose/rma_window.cpp); MPICH's are macros.
+#ifdef OPEN_MPI
+#define DTMPI_REAL_FUNCTIONS_WIN_F2C(X) \
+  X(MPI_Win_c2f) \
+  X(MPI_Win_f2c)
+#else
+#define DTMPI_REAL_FUNCTIONS_WIN_F2C(X)
+#endif
+
 namespace dtmpi::base {
 
 struct RealMpi {
 #define DTMPI_DECLARE_REAL(name) decltype(&::name) name = nullptr;
   DTMPI_REAL_FUNCTIONS(DTMPI_DECLARE_REAL)
   DTMPI_REAL_FUNCTIONS_LARGE_COUNT(DTMPI_DECLARE_REAL)
+  DTMPI_REAL_FUNCTIONS_WIN_F2C(DTMPI_DECLARE_REAL)
 #undef DTMPI_DECLARE_REAL
 };
 

@@ -154,3 +154,21 @@ DTMPI_EXPORT int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint* size, int
     return result(*w, dtmpi::Error{MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query on a window that is not shared memory"});
   return REAL(MPI_Win_shared_query)(win, rank, size, disp_unit, baseptr);
 }
+
+#ifdef OPEN_MPI
+// Fortran handles of windows (Open MPI: functions; MPICH's MPI_Win_c2f/f2c
+// are casts, which dtmpi's int handles survive). A Fortran program holds
+// an INTEGER per window, and Open MPI's would index its own handle table:
+// dtmpi's windows get numbers of their own, negative (Window::fortran),
+// which Open MPI never hands out, so both kinds of window convert both ways
+// (the Fortran entry points call these; so may C code mixing with Fortran).
+DTMPI_EXPORT MPI_Fint MPI_Win_c2f(MPI_Win win) {
+  if (rma::Window* w = rma::find(win)) return w->fortran;
+  return REAL(MPI_Win_c2f)(win);
+}
+
+DTMPI_EXPORT MPI_Win MPI_Win_f2c(MPI_Fint win) {
+  if (rma::Window* w = rma::find_fortran(win)) return w->handle;
+  return REAL(MPI_Win_f2c)(win);
+}
+#endif

@@ -53,6 +53,7 @@ uintptr_t key_of(MPI_Win win) { return bits_of(win); }
 struct Registry {
   std::mutex mu;
   std::unordered_map<uintptr_t, std::unique_ptr<Window>> windows;
+  std::unordered_map<MPI_Fint, Window*> by_fortran;
   uint32_t next_id = 1;
   std::map<int, std::pair<MPI_Win_delete_attr_function*, void*>> keyvals;
   std::map<uintptr_t, MPI_Win_errhandler_function*> errhandlers;
@@ -66,8 +67,11 @@ Registry& registry() {
 MPI_Win register_window(std::unique_ptr<Window> w) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
-  const MPI_Win h = make_handle<MPI_Win>(w.get(), r.next_id++);
+  const uint32_t id = r.next_id++;
+  const MPI_Win h = make_handle<MPI_Win>(w.get(), id);
   w->handle = h;
+  w->fortran = kFortranBase - static_cast<MPI_Fint>(id & 0x00FFFFFFu);
+  r.by_fortran[w->fortran] = w.get();
   window_list().push_back(w.get());
   r.windows[key_of(h)] = std::move(w);
   if (g_windows.fetch_add(1, std::memory_order_relaxed) == 0) start_progress_op();
@@ -116,6 +120,14 @@ Window* find(MPI_Win win) {
   std::lock_guard lock(r.mu);
   auto it = r.windows.find(key_of(win));
   return it == r.windows.end() ? nullptr : it->second.get();
+}
+
+Window* find_fortran(MPI_Fint f) {
+  if (f > kFortranBase || g_windows.load(std::memory_order_relaxed) == 0) return nullptr;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  auto it = r.by_fortran.find(f);
+  return it == r.by_fortran.end() ? nullptr : it->second;
 }
 
 namespace {
@@ -259,6 +271,7 @@ Status free_window(MPI_Win* win) {
     auto& list = window_list();
     for (size_t i = 0; i < list.size(); ++i)
       if (list[i] == w) list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+    r.by_fortran.erase(w->fortran);
     r.windows.erase(key_of(*win));
   }
   g_windows.fetch_sub(1, std::memory_order_relaxed);

@@ -89,6 +89,10 @@ enum class Flavor { kCreate = MPI_WIN_FLAVOR_CREATE, kAllocate = MPI_WIN_FLAVOR_
 
 struct Window {
   MPI_Win handle = MPI_WIN_NULL;
+  // The window's Fortran INTEGER handle (MPI_Win_c2f): kFortranBase - id, a
+  // negative number, which Open MPI's own MPI_Win_c2f never returns (its
+  // indices into its handle table are >= 0). MPICH's handles are ints already.
+  MPI_Fint fortran = 0;
   MPI_Comm comm = MPI_COMM_NULL;  // private duplicate of the creating communicator
   int rank = 0, size = 0;
   Flavor flavor = Flavor::kCreate;
@@ -135,6 +139,9 @@ std::recursive_mutex& rma_mutex();
 extern std::atomic<int> g_windows;
 // The window behind `win`, or null when the system MPI's.
 Window* find(MPI_Win win);
+// The window whose Fortran handle is `f` (Window::fortran), or null.
+Window* find_fortran(MPI_Fint f);
+inline constexpr MPI_Fint kFortranBase = -0x40000000;
 
 // --- Creation (collective over `comm`) ---------------------------------------
 

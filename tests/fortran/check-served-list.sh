@@ -4,12 +4,15 @@
 # - bindings_*.cpp are generate.py's output of served.list (no hand edits);
 # - served.list names exactly the MPI_* functions libdtmpi defines in C;
 # - Open MPI: each has its five Fortran symbols (ompi_x_f, mpi_x_, mpi_x__,
-#   mpi_x, MPI_X), and pmpi_x_ where served.list marks it;
+#   mpi_x, MPI_X), and pmpi_x_ (mpi_x_cptr_ and its aliases) where served.list
+#   marks it * (cptr);
 # - MPICH: libdtmpi defines mpi_x_f08_ for the functions marked mpich_f08 and
 #   no other Fortran symbol (MPICH's mpif.h binding and its other f08
 #   procedures call the C functions dtmpi serves; a second definition would
-#   serve each call twice); and, given LIBMPICHFORT, the marked functions are
-#   exactly those whose f08 procedure calls PMPI_x (mpich-f08-pmpi.py).
+#   serve each call twice), and mpi_x_ (with mpi_x__, mpi_x, MPI_X) for those
+#   marked mpich_mpif; and, given LIBMPICHFORT, the marks are exactly the
+#   functions whose f08 (mpif.h) procedure calls PMPI_x or MPII_x
+#   (mpich-f08-pmpi.py).
 #   check-served-list.sh SOURCE_DIR LIBDTMPI FLAVOUR [LIBMPICHFORT]
 set -uo pipefail
 src=$1 lib=$2 flavour=$3 fortlib=${4:-}
@@ -20,16 +23,15 @@ defined=$(nm -D --defined-only "$lib" | awk '{print $3}')
 # C only: MPI_Type_set_attr is interposed for dtmpi's buffer attribute, whose
 # keyval (dtmpi_buffer_keyval()) is a C API; Fortran programs' attributes
 # pass through Open MPI's own binding
-# C only for now (docs/rma.md, "Not done yet"): the one-sided calls and
-# MPI_Barrier (which progresses dtmpi's windows); a Fortran program's windows
-# are the system MPI's, as before
-# C only: MPI_Alloc_mem/MPI_Free_mem add and drop dtmpi's host ranges
+# C only: MPI_Win_create_keyval and MPI_Win_create_errhandler, whose
+# callbacks a Fortran program writes in Fortran (dtmpi would call them with
+# C's arguments): its keyvals and window error handlers are the MPI's own.
+# MPI_Alloc_mem/MPI_Free_mem add and drop dtmpi's host ranges
 # (src/interpose/alloc_mem.cpp); Fortran's binding calls PMPI_Alloc_mem (its
 # memory is not added, the driver is asked) and PMPI_Free_mem, which dtmpi
 # defines
-alloc_c_only='^MPI_(Alloc_mem|Free_mem)$'
-rma_c_only='^MPI_(Win_[a-z_]+|Put|Get|Accumulate|Get_accumulate|Fetch_and_op|Compare_and_swap|Rput|Rget|Raccumulate|Rget_accumulate|Barrier)$'
-c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | grep -vx 'MPI_Type_set_attr' | grep -vE "$rma_c_only" | grep -vE "$alloc_c_only" | sort)
+c_only='^MPI_(Type_set_attr|Alloc_mem|Free_mem|Win_create_keyval|Win_create_errhandler)$'
+c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | grep -vE "$c_only" | sort)
 listed=$(python3 "$gen" --list | sed 's/^/MPI_/' | sort)
 if [ "$c_served" != "$listed" ]; then
   echo "FAIL: served.list and the C entry points differ (< C only, > list only):"
@@ -41,9 +43,13 @@ if [ "$flavour" = openmpi ]; then
   # and pmpi_x_ for the functions marked * (Open MPI's mpi_f08 calls those)
   want=$( (sed 's/^MPI_//' <<<"$listed" | awk '{l=tolower($0); print "ompi_" l "_f"; print "mpi_" l "_";
                                              print "mpi_" l "__"; print "mpi_" l; print "MPI_" toupper($0)}'
-           python3 "$gen" --pmpi | awk '{print "pmpi_" tolower($0) "_"}') | sort)
+           python3 "$gen" --pmpi | awk '{print "pmpi_" tolower($0) "_"}'
+           python3 "$gen" --cptr | awk '{l=tolower($0); print "mpi_" l "_cptr_"; print "mpi_" l "_cptr__";
+                                         print "mpi_" l "_cptr"; print "MPI_" toupper($0) "_CPTR"}') | sort)
 else
-  want=$(python3 "$gen" --mpich-f08 | awk '{print "mpi_" tolower($0) "_f08_"}' | sort)
+  want=$( (python3 "$gen" --mpich-f08 | awk '{print "mpi_" tolower($0) "_f08_"}'
+           python3 "$gen" --mpich-mpif | awk '{l=tolower($0); print "mpi_" l "_"; print "mpi_" l "__";
+                                              print "mpi_" l; print "MPI_" toupper($0)}') | sort)
   if [ -n "$fortlib" ]; then
     pmpi=$("$src/tests/fortran/mpich-f08-pmpi.py" "$fortlib" $(sed 's/^MPI_//' <<<"$listed"))
     case $? in
@@ -53,9 +59,20 @@ else
            diff <(sort <<<"$pmpi") <(echo "$marked")
            failed=1
          else
-           echo "ok: the $(wc -l <<<"$marked") functions marked mpich_f08 are those whose f08 procedure calls PMPI_ ($fortlib)"
+           echo "ok: the $(wc -l <<<"$marked") functions marked mpich_f08 are those whose f08 procedure calls PMPI_ or MPII_ ($fortlib)"
          fi ;;
       *) echo "note: $fortlib not checked" ;;
+    esac
+    pmpi=$("$src/tests/fortran/mpich-f08-pmpi.py" --mpif "$fortlib" $(sed 's/^MPI_//' <<<"$listed"))
+    case $? in
+      0) marked=$(python3 "$gen" --mpich-mpif | sort)
+         if [ "$(sort <<<"$pmpi")" != "$marked" ]; then
+           echo "FAIL: served.list's mpich_mpif marks are not the functions whose mpif.h procedure in $fortlib calls PMPI_ or MPII_ (< called, > marked):"
+           diff <(sort <<<"$pmpi") <(echo "$marked")
+           failed=1
+         else
+           echo "ok: the $(wc -l <<<"$marked") functions marked mpich_mpif are those whose mpif.h procedure calls PMPI_ or MPII_"
+         fi ;;
     esac
   fi
 fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Which of the given MPI functions MPICH's `use mpi_f08` procedures reach
-through PMPI_ (and so past dtmpi), read from libmpichfort's machine code.
+through PMPI_ or MPICH's internals (and so past dtmpi), read from
+libmpichfort's machine code.
 
-    mpich-f08-pmpi.py LIBMPICHFORT NAME...   # prints the NAMEs, one a line
+    mpich-f08-pmpi.py LIBMPICHFORT NAME...          # prints the NAMEs, one a line
+    mpich-f08-pmpi.py --mpif LIBMPICHFORT NAME...   # the same for the mpif.h procedures
 
 NAME is the C name without MPI_ (Wait). mpi_wait_f08_ is the procedure a
 program's `call MPI_Wait` reaches; a direct call from its body to PMPI_Wait
@@ -20,7 +22,9 @@ import sys
 
 
 def main():
-    lib, names = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    mpif = args[:1] == ["--mpif"]
+    lib, names = (args[1], args[2:]) if mpif else (args[0], args[1:])
     if not shutil.which("objdump"):
         print("no objdump", file=sys.stderr)
         return 2
@@ -38,7 +42,9 @@ def main():
         print(f"{lib}: no mpi_f08 procedures", file=sys.stderr)
         return 2
     for name in names:
-        if f"PMPI_{name}" in calls.get(f"mpi_{name.lower()}_f08_", ()):
+        procs = [f"pmpi_{name.lower()}_", f"mpi_{name.lower()}_"] if mpif else [f"mpi_{name.lower()}_f08_"]
+        callees = set().union(*(calls.get(p, set()) for p in procs))
+        if {f"PMPI_{name}", f"MPII_{name}"} & callees:
             print(name)
     return 0
 

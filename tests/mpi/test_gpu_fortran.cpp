@@ -2,8 +2,11 @@
 // Fortran or OpenACC `host_data use_device` program hands to MPI. The GPU
 // machine's mpif90 has no gfortran, so this C++ test calls the Fortran symbols
 // themselves (mpi_send_, mpi_recv_, mpi_isend_, mpi_irecv_, mpi_waitall_,
-// mpi_pack_, mpi_unpack_, mpi_allgather_) with cudaMalloc'ed buffers and
-// derived types, and compares the bytes with the same calls on host memory.
+// mpi_pack_, mpi_unpack_, mpi_allgather_; one-sided: mpi_win_create_ over
+// device memory, mpi_win_fence_, mpi_put_, mpi_get_, mpi_win_lock_,
+// mpi_accumulate_, mpi_win_unlock_, mpi_barrier_, mpi_win_get_attr_,
+// mpi_win_free_) with cudaMalloc'ed buffers and derived types, and compares
+// the bytes with the same calls on host memory.
 // Open MPI: the symbols are dtmpi's (src/interpose/fortran); MPICH: its
 // libmpichfort's, which call the C MPI_* that dtmpi serves. 2 ranks; skipped
 // (exit 77) without a GPU.
@@ -11,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -23,6 +27,17 @@ void mpi_waitall_(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
 void mpi_pack_(void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
 void mpi_unpack_(void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
 void mpi_allgather_(void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_win_create_(void*, MPI_Aint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_win_fence_(MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_put_(void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_get_(void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_accumulate_(void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                     MPI_Fint*);
+void mpi_win_lock_(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_win_unlock_(MPI_Fint*, MPI_Fint*, MPI_Fint*);
+void mpi_barrier_(MPI_Fint*, MPI_Fint*);
+void mpi_win_get_attr_(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Fint*, MPI_Fint*);
+void mpi_win_free_(MPI_Fint*, MPI_Fint*);
 }
 
 namespace {
@@ -140,6 +155,79 @@ std::vector<double> pack_and_gather(bool device) {
   for (double v : out.values()) result.push_back(v);
   for (double v : rows.values()) result.push_back(v);
   return result;
+}
+
+// A window over the array (device memory: dtmpi's window, whatever DTMPI_RMA
+// says), a row put into the peer's row 4 and the peer's row 9 got into row 1
+// in fence epochs, the peer's row 3 added to row 11 under an exclusive lock.
+// Returns the window and the got array.
+std::vector<double> one_sided(bool device) {
+  Types t;
+  const int me = rank();
+  Array mem(device, pattern(me + 5)), src(device, pattern(me + 7)), dst(device, pattern(0));
+  MPI_Aint bytes = kBytes, at = 0;
+  MPI_Fint unit = sizeof(double), info = MPI_Info_c2f(MPI_INFO_NULL), win = 0, ierr = -1;
+  mpi_win_create_(mem.p, &bytes, &unit, &info, &t.comm, &win, &ierr);
+  EXPECT_EQ(ierr, MPI_SUCCESS);
+  // the Fortran handle of a window dtmpi serves (Open MPI: a negative number
+  // of dtmpi's; MPICH: dtmpi's int handle, top two bits 00)
+#ifdef OPEN_MPI
+  if (device) {
+    EXPECT_LT(win, 0);
+  }
+#else
+  if (device) {
+    EXPECT_EQ(static_cast<uint32_t>(win) >> 30, 0u);
+  }
+#endif
+  MPI_Fint keyval = MPI_WIN_SIZE, flag = 0;
+#ifdef MPICH
+  keyval += 1;  // MPICH's Fortran MPI_WIN_SIZE (binding.hpp: win_keyval)
+#endif
+  MPI_Aint size = 0;
+  mpi_win_get_attr_(&win, &keyval, &size, &flag, &ierr);
+  EXPECT_EQ(ierr, MPI_SUCCESS);
+  EXPECT_NE(flag, 0);
+  EXPECT_EQ(size, static_cast<MPI_Aint>(kBytes));
+  MPI_Fint zero = 0, one = 1, peer = 1 - me, fdouble = MPI_Type_c2f(MPI_DOUBLE), n = kN;
+  char* src_row2 = static_cast<char*>(src.p) + sizeof(double) * 2;
+  char* src_row3 = static_cast<char*>(src.p) + sizeof(double) * 3;
+  char* dst_row1 = static_cast<char*>(dst.p) + sizeof(double) * 1;
+  mpi_win_fence_(&zero, &win, &ierr);
+  at = 4;
+  mpi_put_(src_row2, &one, &t.fvec, &peer, &at, &one, &t.fvec, &win, &ierr);
+  EXPECT_EQ(ierr, MPI_SUCCESS);
+  mpi_win_fence_(&zero, &win, &ierr);
+  at = 9;
+  mpi_get_(dst_row1, &one, &t.fvec, &peer, &at, &one, &t.fvec, &win, &ierr);
+  EXPECT_EQ(ierr, MPI_SUCCESS);
+  mpi_win_fence_(&zero, &win, &ierr);
+  MPI_Fint exclusive = MPI_LOCK_EXCLUSIVE, shared = MPI_LOCK_SHARED, sum = MPI_Op_c2f(MPI_SUM), self = me;
+  mpi_win_lock_(&exclusive, &peer, &zero, &win, &ierr);
+  at = 11;
+  mpi_accumulate_(src_row3, &one, &t.fvec, &peer, &at, &n, &fdouble, &sum, &win, &ierr);
+  EXPECT_EQ(ierr, MPI_SUCCESS);
+  mpi_win_unlock_(&peer, &win, &ierr);
+  mpi_barrier_(&t.comm, &ierr);
+  mpi_win_lock_(&shared, &self, &zero, &win, &ierr);
+  std::vector<double> result = mem.values();
+  mpi_win_unlock_(&self, &win, &ierr);
+  mpi_win_free_(&win, &ierr);
+  EXPECT_EQ(ierr, MPI_SUCCESS);
+  EXPECT_EQ(win, MPI_Win_c2f(MPI_WIN_NULL));
+  for (double v : dst.values()) result.push_back(v);
+  return result;
+}
+
+TEST(GpuFortran, OneSidedMatchesHost) {
+  const auto host = one_sided(false);
+  const auto dev = one_sided(true);
+  ASSERT_EQ(host.size(), dev.size());
+  EXPECT_EQ(std::memcmp(host.data(), dev.data(), host.size() * sizeof(double)), 0);
+  const int peer = 1 - rank();
+  EXPECT_EQ(dev[4 + kN * 6], (peer + 7) * 100000.0 + 2 + kN * 6);  // row 4 <- peer's row 2 (column 6)
+  // row 11 (contiguous in the target: kN doubles from element 11) += peer's row 3
+  EXPECT_EQ(dev[11 + 6], (rank() + 5) * 100000.0 + 11 + 6 + (peer + 7) * 100000.0 + 3 + kN * 6);
 }
 
 TEST(GpuFortran, PointToPointMatchesHost) {

@@ -21,7 +21,10 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #define DTMPI_FORTRAN_ALIAS(name, target, params) \
@@ -41,6 +44,15 @@
 // name of the mpif.h binding (pmpi_test_), which bypassed dtmpi and met
 // requests only dtmpi can complete; dtmpi defines that name for them too.
 #define DTMPI_FORTRAN_PMPI_ALIAS(lower, params) DTMPI_FORTRAN_ALIAS(pmpi_##lower##_, ompi_##lower##_f, params)
+
+// Open MPI's `use mpi` interfaces of the functions with a baseptr
+// (MPI_Win_allocate, MPI_Win_shared_query) call mpi_x_cptr_ when the program
+// passes a TYPE(C_PTR): aliases of ompi_x_f there, and here.
+#define DTMPI_FORTRAN_CPTR_ALIAS(lower, upper, params)                     \
+  DTMPI_FORTRAN_ALIAS(mpi_##lower##_cptr_, ompi_##lower##_f, params)       \
+  DTMPI_FORTRAN_ALIAS(mpi_##lower##_cptr__, ompi_##lower##_f, params)      \
+  DTMPI_FORTRAN_ALIAS(mpi_##lower##_cptr, ompi_##lower##_f, params)        \
+  DTMPI_FORTRAN_ALIAS(MPI_##upper##_CPTR, ompi_##lower##_f, params)
 
 // Open MPI's Fortran sentinels (MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS_IGNORE,
 // ...) are common blocks; a Fortran program passes their addresses. The
@@ -88,6 +100,47 @@ inline MPI_Fint logical_out(int v) { return v ? kTrue : 0; }
 inline MPI_Fint one_based(int index) { return index == MPI_UNDEFINED ? index : index + 1; }
 inline void to_one_based(MPI_Fint* indices, int n) {
   for (int i = 0; i < n; ++i) indices[i] += 1;  // n is MPI_UNDEFINED (< 0) when nothing completed
+}
+
+// Attribute values: Fortran's are INTEGER(KIND=MPI_ADDRESS_KIND) values
+// where C's are pointers. One set from Fortran is stored as that value (the
+// void* C's MPI_Win_set_attr keeps), so Fortran gets back what it set. The
+// predefined window attributes point at their values in C (MPI_WIN_SIZE: an
+// MPI_Aint; MPI_WIN_DISP_UNIT, _CREATE_FLAVOR, _MODEL: an int), and Fortran
+// gets the value itself, as Open MPI's ompi_win_get_attr_f and MPICH's
+// MPII_Win_get_attr give it; MPI_WIN_BASE is the base address. (C's value of
+// an attribute set from Fortran is that value as a pointer; Open MPI's own
+// binding would give C a pointer to it. Mixed-language attributes only.)
+// MPICH's Fortran names of the predefined window attributes are C's keyval
+// + 1 (mpif.h: MPI_WIN_BASE = 0x66000002, mpi.h: 0x66000001), which tells its
+// binding which language asks; C's MPI_Win_get_attr knows C's. Open MPI's
+// are C's.
+inline int win_keyval(const MPI_Fint* f) {
+#ifdef MPICH
+  for (int k : {MPI_WIN_BASE, MPI_WIN_SIZE, MPI_WIN_DISP_UNIT, MPI_WIN_CREATE_FLAVOR, MPI_WIN_MODEL})
+    if (*f == k + 1) return k;
+#endif
+  return static_cast<int>(*f);
+}
+inline void* attr_in(const MPI_Aint* v) { return reinterpret_cast<void*>(*v); }
+inline MPI_Aint attr_out(int keyval, void* c) {
+  if (keyval == MPI_WIN_SIZE) return *static_cast<const MPI_Aint*>(c);
+  if (keyval == MPI_WIN_DISP_UNIT || keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL)
+    return *static_cast<const int*>(c);
+  return reinterpret_cast<MPI_Aint>(c);
+}
+
+// CHARACTER(LEN=*) arguments: blank-padded, their length passed by gfortran
+// after all the arguments. In: trailing blanks are not part of the name (as
+// MPI's own bindings trim them). Out: the C string, blank-padded to the length.
+inline std::string string_in(const char* f, std::size_t len) {
+  while (len > 0 && f[len - 1] == ' ') --len;
+  return std::string(f, len);
+}
+inline void string_out(const char* c, char* f, std::size_t len) {
+  const std::size_t n = std::min(std::strlen(c), len);
+  std::memcpy(f, c, n);
+  std::memset(f + n, ' ', len - n);
 }
 
 // A C array of n elements: on the stack up to kInline, else on the heap.

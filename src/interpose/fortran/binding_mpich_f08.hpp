@@ -26,6 +26,16 @@
   extern "C" __attribute__((visibility("default"))) void mpi_##lower##_f08_ params; \
   extern "C" void mpi_##lower##_f08_ params
 
+// MPICH's mpif.h / `use mpi` procedures that bypass its C MPI_* (the
+// functions served.list marks mpich_mpif: MPI_Win_get_attr/set_attr call
+// MPII_Win_get_attr): mpi_x_ and the aliases MPICH exports beside it.
+#define DTMPI_FORTRAN_MPICH_ENTRY(lower, upper, params)                                 \
+  extern "C" __attribute__((visibility("default"))) void mpi_##lower##_ params;        \
+  DTMPI_FORTRAN_ALIAS(mpi_##lower##__, mpi_##lower##_, params)                          \
+  DTMPI_FORTRAN_ALIAS(mpi_##lower, mpi_##lower##_, params)                              \
+  DTMPI_FORTRAN_ALIAS(MPI_##upper, mpi_##lower##_, params)                              \
+  extern "C" void mpi_##lower##_ params
+
 // MPICH's mpi_f08 MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are variables of its
 // mpi_f08_link_constants module, defined in libmpichfort only (gfortran's
 // module mangling). Weak: libdtmpi-mpich loads into C programs too, which

@@ -280,3 +280,246 @@ DTMPI_FORTRAN_F08_ENTRY(cancel, (MPI_Fint* request, MPI_Fint* ierror)) {
   *request = MPI_Request_c2f(request_c);
   f::set_ierror(ierror, rc);
 }
+
+// MPI_Win_allocate(size, disp_unit, info, comm, baseptr, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_allocate, (MPI_Aint* size, MPI_Fint* disp_unit, MPI_Fint* info, MPI_Fint* comm, void* baseptr, MPI_Fint* win, MPI_Fint* ierror)) {
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  MPI_Win win_c = MPI_WIN_NULL;
+  const int rc = MPI_Win_allocate(*size, f::in(disp_unit), MPI_Info_f2c(*info), comm_c, baseptr, &win_c);
+  if (rc == MPI_SUCCESS) {
+    *win = MPI_Win_c2f(win_c);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_create_dynamic(info, comm, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_create_dynamic, (MPI_Fint* info, MPI_Fint* comm, MPI_Fint* win, MPI_Fint* ierror)) {
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  MPI_Win win_c = MPI_WIN_NULL;
+  const int rc = MPI_Win_create_dynamic(MPI_Info_f2c(*info), comm_c, &win_c);
+  if (rc == MPI_SUCCESS) {
+    *win = MPI_Win_c2f(win_c);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_free(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_free, (MPI_Fint* win, MPI_Fint* ierror)) {
+  MPI_Win win_c = MPI_Win_f2c(*win);
+  const int rc = MPI_Win_free(&win_c);
+  *win = MPI_Win_c2f(win_c);
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_get_attr(win, keyval, value, flag, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_get_attr, (MPI_Fint* win, MPI_Fint* keyval, MPI_Aint* value, MPI_Fint* flag, MPI_Fint* ierror)) {
+  const int keyval_c = f::win_keyval(keyval);
+  void* value_c = nullptr;
+  int flag_c = 0;
+  const int rc = MPI_Win_get_attr(MPI_Win_f2c(*win), keyval_c, &value_c, &flag_c);
+  *flag = f::logical_out(flag_c);
+  if (rc == MPI_SUCCESS) {
+    if (flag_c) *value = f::attr_out(keyval_c, value_c);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_set_attr(win, keyval, value, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_set_attr, (MPI_Fint* win, MPI_Fint* keyval, MPI_Aint* value, MPI_Fint* ierror)) {
+  const int keyval_c = f::win_keyval(keyval);
+  const int rc = MPI_Win_set_attr(MPI_Win_f2c(*win), keyval_c, f::attr_in(value));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_delete_attr(win, keyval, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_delete_attr, (MPI_Fint* win, MPI_Fint* keyval, MPI_Fint* ierror)) {
+  const int keyval_c = f::win_keyval(keyval);
+  const int rc = MPI_Win_delete_attr(MPI_Win_f2c(*win), keyval_c);
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_free_keyval(keyval, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_free_keyval, (MPI_Fint* keyval, MPI_Fint* ierror)) {
+  int keyval_c = f::in(keyval);
+  const int rc = MPI_Win_free_keyval(&keyval_c);
+  *keyval = keyval_c;
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_get_group(win, group, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_get_group, (MPI_Fint* win, MPI_Fint* group, MPI_Fint* ierror)) {
+  MPI_Group group_c = MPI_GROUP_NULL;
+  const int rc = MPI_Win_get_group(MPI_Win_f2c(*win), &group_c);
+  if (rc == MPI_SUCCESS) {
+    *group = MPI_Group_c2f(group_c);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_set_name(win, name, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_set_name, (MPI_Fint* win, const char* name, MPI_Fint* ierror, std::size_t name_len)) {
+  const std::string name_c = f::string_in(name, name_len);
+  const int rc = MPI_Win_set_name(MPI_Win_f2c(*win), name_c.c_str());
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_get_name(win, name, resultlen, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_get_name, (MPI_Fint* win, char* name, MPI_Fint* resultlen, MPI_Fint* ierror, std::size_t name_len)) {
+  char name_c[MPI_MAX_OBJECT_NAME] = {};
+  int resultlen_c = 0;
+  const int rc = MPI_Win_get_name(MPI_Win_f2c(*win), name_c, &resultlen_c);
+  *resultlen = resultlen_c;
+  if (rc == MPI_SUCCESS) {
+    f::string_out(name_c, name, name_len);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_set_errhandler(win, errhandler, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_set_errhandler, (MPI_Fint* win, MPI_Fint* errhandler, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_set_errhandler(MPI_Win_f2c(*win), MPI_Errhandler_f2c(*errhandler));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_get_errhandler(win, errhandler, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_get_errhandler, (MPI_Fint* win, MPI_Fint* errhandler, MPI_Fint* ierror)) {
+  MPI_Errhandler errhandler_c = MPI_ERRHANDLER_NULL;
+  const int rc = MPI_Win_get_errhandler(MPI_Win_f2c(*win), &errhandler_c);
+  if (rc == MPI_SUCCESS) {
+    *errhandler = MPI_Errhandler_c2f(errhandler_c);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_call_errhandler(win, errorcode, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_call_errhandler, (MPI_Fint* win, MPI_Fint* errorcode, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_call_errhandler(MPI_Win_f2c(*win), f::in(errorcode));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_set_info(win, info, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_set_info, (MPI_Fint* win, MPI_Fint* info, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_set_info(MPI_Win_f2c(*win), MPI_Info_f2c(*info));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_get_info(win, info_used, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_get_info, (MPI_Fint* win, MPI_Fint* info_used, MPI_Fint* ierror)) {
+  MPI_Info info_used_c = MPI_INFO_NULL;
+  const int rc = MPI_Win_get_info(MPI_Win_f2c(*win), &info_used_c);
+  if (rc == MPI_SUCCESS) {
+    *info_used = MPI_Info_c2f(info_used_c);
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_shared_query(win, rank, size, disp_unit, baseptr, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_shared_query, (MPI_Fint* win, MPI_Fint* rank, MPI_Aint* size, MPI_Fint* disp_unit, void* baseptr, MPI_Fint* ierror)) {
+  MPI_Aint size_c = 0;
+  int disp_unit_c = 0;
+  const int rc = MPI_Win_shared_query(MPI_Win_f2c(*win), f::in(rank), &size_c, &disp_unit_c, baseptr);
+  *disp_unit = disp_unit_c;
+  if (rc == MPI_SUCCESS) {
+    *size = size_c;
+  }
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_fence(assert_flags, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_fence, (MPI_Fint* assert_flags, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_fence(f::in(assert_flags), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_post(group, assert_flags, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_post, (MPI_Fint* group, MPI_Fint* assert_flags, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_post(MPI_Group_f2c(*group), f::in(assert_flags), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_start(group, assert_flags, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_start, (MPI_Fint* group, MPI_Fint* assert_flags, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_start(MPI_Group_f2c(*group), f::in(assert_flags), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_complete(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_complete, (MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_complete(MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_wait(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_wait, (MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_wait(MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_unlock_all(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_unlock_all, (MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_unlock_all(MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_flush_all(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_flush_all, (MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_flush_all(MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_flush_local_all(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_flush_local_all, (MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_flush_local_all(MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_sync(win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_sync, (MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_sync(MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_test(win, flag, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_test, (MPI_Fint* win, MPI_Fint* flag, MPI_Fint* ierror)) {
+  int flag_c = 0;
+  const int rc = MPI_Win_test(MPI_Win_f2c(*win), &flag_c);
+  *flag = f::logical_out(flag_c);
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_lock(lock_type, rank, assert_flags, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_lock, (MPI_Fint* lock_type, MPI_Fint* rank, MPI_Fint* assert_flags, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_lock(f::in(lock_type), f::in(rank), f::in(assert_flags), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_unlock(rank, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_unlock, (MPI_Fint* rank, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_unlock(f::in(rank), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_flush(rank, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_flush, (MPI_Fint* rank, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_flush(f::in(rank), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_flush_local(rank, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_flush_local, (MPI_Fint* rank, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_flush_local(f::in(rank), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Win_lock_all(assert_flags, win, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(win_lock_all, (MPI_Fint* assert_flags, MPI_Fint* win, MPI_Fint* ierror)) {
+  const int rc = MPI_Win_lock_all(f::in(assert_flags), MPI_Win_f2c(*win));
+  f::set_ierror(ierror, rc);
+}
+
+// MPI_Barrier(comm, ierror)  (use mpi_f08)
+DTMPI_FORTRAN_F08_ENTRY(barrier, (MPI_Fint* comm, MPI_Fint* ierror)) {
+  const MPI_Comm comm_c = MPI_Comm_f2c(*comm);
+  const int rc = MPI_Barrier(comm_c);
+  f::set_ierror(ierror, rc);
+}
