@@ -280,6 +280,7 @@ Status free_window(MPI_Win* win) {
 }
 
 Status get_attr(Window& w, int keyval, void* value, int* flag) {
+  if (keyval == MPI_KEYVAL_INVALID) return Error{MPI_ERR_KEYVAL, "MPI_Win_get_attr of MPI_KEYVAL_INVALID"};
   void* out = nullptr;
   *flag = 1;
   if (keyval == MPI_WIN_BASE) out = w.base;
@@ -300,6 +301,7 @@ Status get_attr(Window& w, int keyval, void* value, int* flag) {
 }
 
 Status set_attr(Window& w, int keyval, void* value) {
+  if (keyval == MPI_KEYVAL_INVALID) return Error{MPI_ERR_KEYVAL, "MPI_Win_set_attr of MPI_KEYVAL_INVALID"};
   if (keyval == MPI_WIN_BASE || keyval == MPI_WIN_SIZE || keyval == MPI_WIN_DISP_UNIT ||
       keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL)
     return Error{MPI_ERR_KEYVAL, "MPI_Win_set_attr of a predefined attribute"};
@@ -309,6 +311,7 @@ Status set_attr(Window& w, int keyval, void* value) {
 }
 
 Status delete_attr(Window& w, int keyval) {
+  if (keyval == MPI_KEYVAL_INVALID) return Error{MPI_ERR_KEYVAL, "MPI_Win_delete_attr of MPI_KEYVAL_INVALID"};
   auto it = w.attributes.find(keyval);
   if (it == w.attributes.end()) return Error{MPI_ERR_KEYVAL, "MPI_Win_delete_attr: the window has no such attribute"};
   void* value = it->second;
