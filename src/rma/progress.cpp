@@ -4,6 +4,8 @@
 // is granted in request order; replies and acknowledgements go back in the
 // order the requests came.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstring>
 
 #include "base/log.hpp"
@@ -13,6 +15,7 @@
 #include "rma/named.hpp"
 #include "rma/progress_op.hpp"
 #include "rma/window.hpp"
+#include "runtime/config.hpp"
 #include "runtime/stats.hpp"
 #include "transport/engine.hpp"
 #include "type/plan_wire.hpp"
@@ -349,6 +352,35 @@ void start_progress_op() {
   transport::start_background(std::make_unique<ProgressOp>());
 }
 
-void stop_progress_op() { g_stopped.store(true, std::memory_order_relaxed); }
+void stop_progress_op() {
+  g_stopped.store(true, std::memory_order_relaxed);
+  stop_progress_thread();
+}
+
+namespace {
+std::thread g_thread;
+std::atomic<bool> g_thread_run{false};
+}  // namespace
+
+void start_progress_thread() {
+  if (g_thread.joinable() || runtime::config().rma_thread == "off") return;
+  int level = MPI_THREAD_SINGLE;
+  if (REAL(MPI_Query_thread)(&level) != MPI_SUCCESS || level != MPI_THREAD_MULTIPLE) return;
+  g_thread_run.store(true);
+  g_thread = std::thread([] {
+    // a short sleep between rounds: a request waits at most ~50 us more
+    // than when the target calls MPI itself, and an idle rank costs little
+    while (g_thread_run.load(std::memory_order_relaxed)) {
+      progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+}
+
+void stop_progress_thread() {
+  if (!g_thread.joinable()) return;
+  g_thread_run.store(false);
+  g_thread.join();
+}
 
 }  // namespace dtmpi::rma

@@ -74,7 +74,10 @@ MPI_Win register_window(std::unique_ptr<Window> w) {
   r.by_fortran[w->fortran] = w.get();
   window_list().push_back(w.get());
   r.windows[key_of(h)] = std::move(w);
-  if (g_windows.fetch_add(1, std::memory_order_relaxed) == 0) start_progress_op();
+  if (g_windows.fetch_add(1, std::memory_order_relaxed) == 0) {
+    start_progress_op();
+    start_progress_thread();
+  }
   runtime::count(runtime::Counter::kRmaWindows);
   return h;
 }
@@ -274,7 +277,7 @@ Status free_window(MPI_Win* win) {
     r.by_fortran.erase(w->fortran);
     r.windows.erase(key_of(*win));
   }
-  g_windows.fetch_sub(1, std::memory_order_relaxed);
+  if (g_windows.fetch_sub(1, std::memory_order_relaxed) == 1) stop_progress_thread();
   *win = MPI_WIN_NULL;
   return ok_status();
 }

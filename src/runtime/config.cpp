@@ -55,6 +55,10 @@ const std::vector<VariableDoc> kVariables = {
      "one-sided communication: auto (dtmpi serves windows over GPU memory on any rank and dynamic windows while "
      "GPUs are in use; host windows stay the system MPI's), all (dtmpi serves every window), off (the system MPI "
      "serves every window; device memory in one is then an error) -- docs/rma.md"},
+    {"DTMPI_RMA_THREAD", "auto",
+     "auto: where the application runs MPI_THREAD_MULTIPLE, a thread of dtmpi's serves peers' one-sided requests to "
+     "this rank's windows while any exists (a target in a blocking system-MPI call still answers); off: only inside "
+     "MPI calls"},
     {"DTMPI_TRACE", "",
      "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
      "(tools/trace_timeline.py merges them)"},
@@ -204,6 +208,7 @@ Config read_environment() {
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);
   c.rma = choice("DTMPI_RMA", "auto", {"auto", "all", "off"}, {{"0", "off"}, {"1", "all"}});
+  c.rma_thread = choice("DTMPI_RMA_THREAD", "auto", {"auto", "off"}, {{"0", "off"}});
   c.cache_dir = cache_dir();
   c.trace = text("DTMPI_TRACE");
   log::g_level.store(level_of(c.log));

@@ -47,6 +47,9 @@ struct Config {
   // rank, and dynamic windows while GPUs are in use), all (every window: the
   // host test mode of the one-sided protocol), off (the system MPI's windows)
   std::string rma = "auto";
+  // DTMPI_RMA_THREAD: auto (a progress thread for dtmpi's windows where the
+  // application runs MPI_THREAD_MULTIPLE) or off
+  std::string rma_thread = "auto";
   std::string trace;  // DTMPI_TRACE: path prefix of the trace files (empty: off; base/trace.hpp)
 };
 
