@@ -274,9 +274,10 @@ void progress() {
   std::unique_lock lock(rma_mutex(), std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is progressing
   ++t_depth;
-  // a copy: applying a request never creates or frees a window, but be safe
-  const std::vector<Window*> list = window_list();
-  for (Window* w : list) progress_window(*w);
+  // no copy of the list (this runs on every dtmpi call while windows exist):
+  // windows are created and freed under the same lock, and applying a
+  // request never does either
+  for (Window* w : window_list()) progress_window(*w);
   --t_depth;
 }
 

@@ -1,4 +1,5 @@
 #include "rma/standin.hpp"
+#include "rma/window.hpp"
 
 #include <map>
 #include <memory>
@@ -26,12 +27,6 @@ struct Entry {
   runtime::PointerInfo info;
   bool write_back = false;
 };
-
-template <class Handle>
-uintptr_t bits_of(Handle h) {
-  if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<uintptr_t>(h);
-  else return static_cast<uintptr_t>(static_cast<uint32_t>(h));
-}
 
 struct Table {
   std::mutex mu;
@@ -100,7 +95,7 @@ Result<StandIn> stand_in(MPI_Win win, int target, const void* buf, int count, MP
   }
   Table& t = table();
   std::lock_guard lock(t.mu);
-  t.by_window[bits_of(win)].push_back(std::move(e));
+  t.by_window[handle_bits(win)].push_back(std::move(e));
   return s;
 }
 
@@ -109,7 +104,7 @@ Status stand_ins_completed(MPI_Win win, int target) {
   {
     Table& t = table();
     std::lock_guard lock(t.mu);
-    auto it = t.by_window.find(bits_of(win));
+    auto it = t.by_window.find(handle_bits(win));
     if (it == t.by_window.end()) return ok_status();
     auto& v = it->second;
     for (size_t i = 0; i < v.size();) {
@@ -133,7 +128,7 @@ Status wrap_request(MPI_Win win, MPI_Request* request) {
   {
     Table& t = table();
     std::lock_guard lock(t.mu);
-    auto it = t.by_window.find(bits_of(win));
+    auto it = t.by_window.find(handle_bits(win));
     if (it == t.by_window.end() || it->second.empty()) return ok_status();
     e = it->second.back();
   }

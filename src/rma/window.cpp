@@ -37,18 +37,13 @@ namespace {
 // MPICH object ever has (its MPI_WIN_NULL is 0x20000000).
 constexpr uint32_t kIntHandleBase = 0x0D000000u;
 
-// Templates, so that the branch for the other MPI's handle type is discarded.
-template <class Handle>
-uintptr_t bits_of(Handle h) {
-  if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<uintptr_t>(h);
-  else return static_cast<uintptr_t>(static_cast<uint32_t>(h));
-}
+// A template, so that the branch for the other MPI's handle type is discarded.
 template <class Handle>
 Handle make_handle(Window* w, uint32_t id) {
   if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<Handle>(w);
   else return static_cast<Handle>(kIntHandleBase | (id & 0x00FFFFFFu));
 }
-uintptr_t key_of(MPI_Win win) { return bits_of(win); }
+uintptr_t key_of(MPI_Win win) { return handle_bits(win); }
 
 struct Registry {
   std::mutex mu;
@@ -350,7 +345,7 @@ void forget_keyval(int keyval) {
 void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
-  r.errhandlers[bits_of(e)] = fn;
+  r.errhandlers[handle_bits(e)] = fn;
 }
 
 namespace {
@@ -379,7 +374,7 @@ int raise(Window& w, int code) {
   {
     Registry& r = registry();
     std::lock_guard lock(r.mu);
-    auto it = r.errhandlers.find(bits_of(w.errhandler));
+    auto it = r.errhandlers.find(handle_bits(w.errhandler));
     if (it != r.errhandlers.end()) fn = it->second;
   }
   if (fn) {

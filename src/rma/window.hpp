@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -133,6 +134,14 @@ struct Window {
 // The one lock of dtmpi's one-sided layer (recursive: progress runs inside
 // the calls that hold it).
 std::recursive_mutex& rma_mutex();
+
+// A handle's bits as a map key: Open MPI's handles are pointers, MPICH's
+// ints (a template, so the other MPI's branch is discarded).
+template <class Handle>
+uintptr_t handle_bits(Handle h) {
+  if constexpr (std::is_pointer_v<Handle>) return reinterpret_cast<uintptr_t>(h);
+  else return static_cast<uintptr_t>(static_cast<uint32_t>(h));
+}
 
 // Windows dtmpi serves right now (a relaxed load: zero keeps every MPI_Win_*
 // call of a program without such windows a plain forward).
