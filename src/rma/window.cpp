@@ -45,13 +45,26 @@ Handle make_handle(Window* w, uint32_t id) {
 }
 uintptr_t key_of(MPI_Win win) { return handle_bits(win); }
 
+// A keyval's delete callback: C's, or another language's through its glue.
+struct KeyvalCallbacks {
+  MPI_Win_delete_attr_function* del = nullptr;
+  void* extra = nullptr;
+  ForeignDeleteCall foreign = nullptr;
+  void* foreign_fn = nullptr;
+};
+struct ErrhandlerCallback {
+  MPI_Win_errhandler_function* fn = nullptr;
+  ForeignErrhandlerCall foreign = nullptr;
+  void* foreign_fn = nullptr;
+};
+
 struct Registry {
   std::mutex mu;
   std::unordered_map<uintptr_t, std::unique_ptr<Window>> windows;
   std::unordered_map<MPI_Fint, Window*> by_fortran;
   uint32_t next_id = 1;
-  std::map<int, std::pair<MPI_Win_delete_attr_function*, void*>> keyvals;
-  std::map<uintptr_t, MPI_Win_errhandler_function*> errhandlers;
+  std::map<int, KeyvalCallbacks> keyvals;
+  std::map<uintptr_t, ErrhandlerCallback> errhandlers;
 };
 
 Registry& registry() {
@@ -314,26 +327,30 @@ Status delete_attr(Window& w, int keyval) {
   if (it == w.attributes.end()) return Error{MPI_ERR_KEYVAL, "MPI_Win_delete_attr: the window has no such attribute"};
   void* value = it->second;
   w.attributes.erase(it);
-  MPI_Win_delete_attr_function* del = nullptr;
-  void* extra = nullptr;
+  KeyvalCallbacks cb;
   {
     Registry& r = registry();
     std::lock_guard lock(r.mu);
     auto k = r.keyvals.find(keyval);
-    if (k != r.keyvals.end()) std::tie(del, extra) = k->second;
+    if (k != r.keyvals.end()) cb = k->second;
   }
-  if (del && del != MPI_WIN_NULL_DELETE_FN) {
-    MPI_Win h = w.handle;
-    const int rc = del(h, keyval, value, extra);
-    if (rc != MPI_SUCCESS) return Error{rc, "a window attribute's delete callback failed", false};
-  }
+  int rc = MPI_SUCCESS;
+  if (cb.foreign) rc = cb.foreign(cb.foreign_fn, w.handle, keyval, value, cb.extra);
+  else if (cb.del && cb.del != MPI_WIN_NULL_DELETE_FN) rc = cb.del(w.handle, keyval, value, cb.extra);
+  if (rc != MPI_SUCCESS) return Error{rc, "a window attribute's delete callback failed", false};
   return ok_status();
 }
 
 void note_keyval(int keyval, MPI_Win_delete_attr_function* del, void* extra) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
-  r.keyvals[keyval] = {del, extra};
+  r.keyvals[keyval] = KeyvalCallbacks{del, extra, nullptr, nullptr};
+}
+
+void note_foreign_keyval(int keyval, ForeignDeleteCall call, void* fn, void* extra) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.keyvals[keyval] = KeyvalCallbacks{nullptr, extra, call, fn};
 }
 
 void forget_keyval(int keyval) {
@@ -345,7 +362,13 @@ void forget_keyval(int keyval) {
 void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
-  r.errhandlers[handle_bits(e)] = fn;
+  r.errhandlers[handle_bits(e)] = ErrhandlerCallback{fn, nullptr, nullptr};
+}
+
+void note_foreign_errhandler(MPI_Errhandler e, ForeignErrhandlerCall call, void* fn) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.errhandlers[handle_bits(e)] = ErrhandlerCallback{nullptr, call, fn};
 }
 
 namespace {
@@ -370,17 +393,18 @@ Status get_errhandler(Window& w, MPI_Errhandler* e) {
 
 int raise(Window& w, int code) {
   if (code == MPI_SUCCESS || w.errhandler == MPI_ERRORS_RETURN) return code;
-  MPI_Win_errhandler_function* fn = nullptr;
+  ErrhandlerCallback cb;
   {
     Registry& r = registry();
     std::lock_guard lock(r.mu);
     auto it = r.errhandlers.find(handle_bits(w.errhandler));
-    if (it != r.errhandlers.end()) fn = it->second;
+    if (it != r.errhandlers.end()) cb = it->second;
   }
-  if (fn) {
+  if (cb.fn || cb.foreign) {
     MPI_Win h = w.handle;
     int c = code;
-    fn(&h, &c);
+    if (cb.foreign) cb.foreign(cb.foreign_fn, &h, &c);
+    else cb.fn(&h, &c);
     return code;
   }
   // MPI_ERRORS_ARE_FATAL (the default of windows), MPI_ERRORS_ABORT, or a

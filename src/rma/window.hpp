@@ -174,6 +174,16 @@ Status delete_attr(Window& w, int keyval);
 void note_keyval(int keyval, MPI_Win_delete_attr_function* del, void* extra);
 void forget_keyval(int keyval);
 void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn);
+// Callbacks written in another language (Fortran procedures take every
+// argument by reference and handles as Fortran INTEGERs): dtmpi's windows call
+// `call(fn, ...)` with C's arguments, and `call` (the Fortran glue) converts
+// them and calls the procedure `fn`. Noting one replaces what the C entry
+// point noted for the same keyval or handler (MPICH's mpif.h binding creates
+// them through the C function).
+using ForeignDeleteCall = int (*)(void* fn, MPI_Win win, int keyval, void* value, void* extra);
+using ForeignErrhandlerCall = void (*)(void* fn, MPI_Win* win, int* code);
+void note_foreign_keyval(int keyval, ForeignDeleteCall call, void* fn, void* extra);
+void note_foreign_errhandler(MPI_Errhandler e, ForeignErrhandlerCall call, void* fn);
 Status set_errhandler(Window& w, MPI_Errhandler e);
 Status get_errhandler(Window& w, MPI_Errhandler* e);
 // Calls w's error handler with `code` (MPI_ERRORS_ARE_FATAL aborts); returns code.

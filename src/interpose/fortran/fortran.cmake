@@ -12,11 +12,11 @@ if(DTMPI_MPI_FLAVOUR STREQUAL "openmpi")
     ${CMAKE_CURRENT_LIST_DIR}/bindings_core.cpp ${CMAKE_CURRENT_LIST_DIR}/bindings_p2p.cpp
     ${CMAKE_CURRENT_LIST_DIR}/bindings_requests.cpp ${CMAKE_CURRENT_LIST_DIR}/bindings_coll.cpp
     ${CMAKE_CURRENT_LIST_DIR}/bindings_reduce.cpp ${CMAKE_CURRENT_LIST_DIR}/bindings_rma.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/peers.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/bindings_callbacks.cpp ${CMAKE_CURRENT_LIST_DIR}/peers.cpp)
 else()
   # DTMPI_FORTRAN_BINDINGS names Open MPI's full set (tests link libmpichfort without it)
   set(DTMPI_FORTRAN_BINDINGS OFF)
   target_sources(dtmpi_interpose PRIVATE ${CMAKE_CURRENT_LIST_DIR}/bindings_mpich_f08.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/bindings_mpich_mpif.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/bindings_mpich_mpif.cpp ${CMAKE_CURRENT_LIST_DIR}/bindings_callbacks.cpp)
 endif()
 set(DTMPI_FORTRAN_BINDINGS ${DTMPI_FORTRAN_BINDINGS} PARENT_SCOPE)

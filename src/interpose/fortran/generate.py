@@ -17,7 +17,7 @@ LOGICALs, 1-based indices, statuses) and calls dtmpi's own C entry point.
 
     src/interpose/fortran/generate.py          # rewrites the bindings
     src/interpose/fortran/generate.py --check  # exit 1 if they are out of date
-    src/interpose/fortran/generate.py --list | --pmpi | --cptr | --mpich-f08 | --mpich-mpif  # names
+    src/interpose/fortran/generate.py --list | --pmpi | --cptr | --mpich-f08 | --mpich-mpif | --hand  # names
 """
 import collections
 import os
@@ -48,8 +48,11 @@ FAMILIES = {
     # buffers, statuses or weights among them
     "mpich_mpif": {"entry": "DTMPI_FORTRAN_MPICH_ENTRY"},
 }
-Function = collections.namedtuple("Function", "name sig pmpi mpich_f08 mpich_mpif cptr")
-FLAGS = {"mpich_f08", "mpich_mpif", "cptr"}
+Function = collections.namedtuple("Function", "name sig pmpi mpich_f08 mpich_mpif cptr hand")
+# hand: the entry points are written by hand (bindings_callbacks.cpp: the
+# arguments are procedures, which no generated conversion can call); listed
+# like the others, never generated
+FLAGS = {"mpich_f08", "mpich_mpif", "cptr", "hand"}
 PEERS = {"send": "kSend", "recv": "kRecv", "nsend": "kNeighborSend", "nrecv": "kNeighborRecv"}
 
 
@@ -76,7 +79,7 @@ def parse(path):
             sys.exit(f"{names}: unknown flag {sorted(flags - FLAGS)}")
         for n in names.split("/"):
             current.append(Function(n.rstrip("*"), sig, n.endswith("*"), "mpich_f08" in flags, "mpich_mpif" in flags,
-                                    "cptr" in flags))
+                                    "cptr" in flags, "hand" in flags))
     return files
 
 
@@ -247,10 +250,14 @@ def render(file, functions, family="openmpi"):
 def main():
     files = parse(os.path.join(HERE, "served.list"))
     f08 = [f for fs in files.values() for f in fs if f.mpich_f08]
-    outputs = [(f"bindings_{file}.cpp", render(file, functions)) for file, functions in files.items()]
-    outputs.append(("bindings_mpich_f08.cpp", render("mpich_f08", f08, "mpich_f08")))
     mpif = [f for fs in files.values() for f in fs if f.mpich_mpif]
-    outputs.append(("bindings_mpich_mpif.cpp", render("mpich_mpif", mpif, "mpich_mpif")))
+
+    def generated(functions):
+        return [f for f in functions if not f.hand]
+
+    outputs = [(f"bindings_{file}.cpp", render(file, generated(functions))) for file, functions in files.items()]
+    outputs.append(("bindings_mpich_f08.cpp", render("mpich_f08", generated(f08), "mpich_f08")))
+    outputs.append(("bindings_mpich_mpif.cpp", render("mpich_mpif", generated(mpif), "mpich_mpif")))
     stale = []
     for name, text in outputs:
         path = os.path.join(HERE, name)
@@ -269,6 +276,8 @@ def main():
         print("\n".join(f.name for fs in files.values() for f in fs if f.cptr))
     if "--mpich-mpif" in sys.argv:
         print("\n".join(f.name for f in mpif))
+    if "--hand" in sys.argv:
+        print("\n".join(f.name for fs in files.values() for f in fs if f.hand))
     if "--check" in sys.argv and stale:
         print("out of date (run src/interpose/fortran/generate.py):", *stale, file=sys.stderr)
         return 1
