@@ -45,13 +45,6 @@ Handle make_handle(Window* w, uint32_t id) {
 }
 uintptr_t key_of(MPI_Win win) { return handle_bits(win); }
 
-// A keyval's delete callback: C's, or another language's through its glue.
-struct KeyvalCallbacks {
-  MPI_Win_delete_attr_function* del = nullptr;
-  void* extra = nullptr;
-  ForeignDeleteCall foreign = nullptr;
-  void* foreign_fn = nullptr;
-};
 struct ErrhandlerCallback {
   MPI_Win_errhandler_function* fn = nullptr;
   ForeignErrhandlerCall foreign = nullptr;
@@ -305,7 +298,7 @@ Status get_attr(Window& w, int keyval, void* value, int* flag) {
       *flag = 0;
       return ok_status();
     }
-    out = it->second;
+    out = it->second.value;
   }
   std::memcpy(value, &out, sizeof out);
   return ok_status();
@@ -317,7 +310,18 @@ Status set_attr(Window& w, int keyval, void* value) {
       keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL)
     return Error{MPI_ERR_KEYVAL, "MPI_Win_set_attr of a predefined attribute"};
   if (w.attributes.count(keyval)) DTMPI_TRY(delete_attr(w, keyval));
-  w.attributes[keyval] = value;
+  // the keyval's callbacks as they are now: the attribute keeps them after
+  // MPI_Win_free_keyval (MPI-3.1 sec. 6.7.2: the keyval is only marked freed
+  // while attributes use it; MPICH's test rma/fkeyvalwin)
+  Attribute a;
+  a.value = value;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mu);
+    auto k = r.keyvals.find(keyval);
+    if (k != r.keyvals.end()) a.callbacks = k->second;
+  }
+  w.attributes[keyval] = a;
   return ok_status();
 }
 
@@ -325,18 +329,12 @@ Status delete_attr(Window& w, int keyval) {
   if (keyval == MPI_KEYVAL_INVALID) return Error{MPI_ERR_KEYVAL, "MPI_Win_delete_attr of MPI_KEYVAL_INVALID"};
   auto it = w.attributes.find(keyval);
   if (it == w.attributes.end()) return Error{MPI_ERR_KEYVAL, "MPI_Win_delete_attr: the window has no such attribute"};
-  void* value = it->second;
+  const Attribute a = it->second;
   w.attributes.erase(it);
-  KeyvalCallbacks cb;
-  {
-    Registry& r = registry();
-    std::lock_guard lock(r.mu);
-    auto k = r.keyvals.find(keyval);
-    if (k != r.keyvals.end()) cb = k->second;
-  }
+  const KeyvalCallbacks& cb = a.callbacks;
   int rc = MPI_SUCCESS;
-  if (cb.foreign) rc = cb.foreign(cb.foreign_fn, w.handle, keyval, value, cb.extra);
-  else if (cb.del && cb.del != MPI_WIN_NULL_DELETE_FN) rc = cb.del(w.handle, keyval, value, cb.extra);
+  if (cb.foreign) rc = cb.foreign(cb.foreign_fn, w.handle, keyval, a.value, cb.extra);
+  else if (cb.del && cb.del != MPI_WIN_NULL_DELETE_FN) rc = cb.del(w.handle, keyval, a.value, cb.extra);
   if (rc != MPI_SUCCESS) return Error{rc, "a window attribute's delete callback failed", false};
   return ok_status();
 }

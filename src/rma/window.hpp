@@ -88,6 +88,22 @@ struct Region {
 enum class Flavor { kCreate = MPI_WIN_FLAVOR_CREATE, kAllocate = MPI_WIN_FLAVOR_ALLOCATE,
                     kDynamic = MPI_WIN_FLAVOR_DYNAMIC };
 
+// A keyval's delete callback: C's, or another language's through its glue
+// (ForeignDeleteCall, below).
+using ForeignDeleteCall = int (*)(void* fn, MPI_Win win, int keyval, void* value, void* extra);
+struct KeyvalCallbacks {
+  MPI_Win_delete_attr_function* del = nullptr;
+  void* extra = nullptr;
+  ForeignDeleteCall foreign = nullptr;
+  void* foreign_fn = nullptr;
+};
+// An attribute of a window: its value and its keyval's callbacks, copied
+// when it was set (they outlive MPI_Win_free_keyval).
+struct Attribute {
+  void* value = nullptr;
+  KeyvalCallbacks callbacks;
+};
+
 struct Window {
   MPI_Win handle = MPI_WIN_NULL;
   // The window's Fortran INTEGER handle (MPI_Win_c2f): kFortranBase - id, a
@@ -128,7 +144,7 @@ struct Window {
   // the predefined handlers too: one given out without a count is freed for good)
   MPI_Comm errhandler_holder = MPI_COMM_NULL;
   std::string name;
-  std::map<int, void*> attributes;
+  std::map<int, Attribute> attributes;
 };
 
 // The one lock of dtmpi's one-sided layer (recursive: progress runs inside
@@ -180,7 +196,6 @@ void note_errhandler(MPI_Errhandler e, MPI_Win_errhandler_function* fn);
 // them and calls the procedure `fn`. Noting one replaces what the C entry
 // point noted for the same keyval or handler (MPICH's mpif.h binding creates
 // them through the C function).
-using ForeignDeleteCall = int (*)(void* fn, MPI_Win win, int keyval, void* value, void* extra);
 using ForeignErrhandlerCall = void (*)(void* fn, MPI_Win* win, int* code);
 void note_foreign_keyval(int keyval, ForeignDeleteCall call, void* fn, void* extra);
 void note_foreign_errhandler(MPI_Errhandler e, ForeignErrhandlerCall call, void* fn);
