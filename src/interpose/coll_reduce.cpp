@@ -92,7 +92,7 @@ struct ReduceCall final : dtmpi::transport::Completion {
 // buffer's bytes matter before the call (it holds the input in place, or the
 // call may leave it as it is). `call(send, recv, req)` calls the system MPI.
 template <class Call>
-dtmpi::Status run_reduction(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
+dtmpi::Status run_reduction_here(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
                             MPI_Request* req, Call call) {
   if (!may_stage(type, HostPacking::kNever)) return DTMPI_MPI_FORWARD(call(sb, rb, req));  // nothing to look at
   auto c = std::make_shared<ReduceCall>();
@@ -105,6 +105,18 @@ dtmpi::Status run_reduction(const void* sb, int in_count, void* rb, int out_coun
   dtmpi::Status called =
       DTMPI_MPI_FORWARD(call(c->stage_in ? c->in.mpi_ptr() : sb, c->stage_out ? c->out.mpi_ptr() : rb, req));
   return complete(std::move(c), req, std::move(called));
+}
+
+// A reduction among ranks: run_reduction_here, or where a blocking one must
+// not block inside the system MPI (dtmpi's windows need this rank's progress:
+// p2p_route.hpp), its non-blocking form and dtmpi's wait.
+template <class Call>
+dtmpi::Status run_reduction(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
+                            MPI_Request* req, Call call) {
+  if (req || !blocking_needs_progress()) return run_reduction_here(sb, in_count, rb, out_count, read_result, type, req, call);
+  MPI_Request r = MPI_REQUEST_NULL;
+  DTMPI_TRY(run_reduction_here(sb, in_count, rb, out_count, read_result, type, &r, call));
+  return wait(&r, MPI_STATUS_IGNORE);
 }
 
 bool is_inter(MPI_Comm comm) {
@@ -233,7 +245,7 @@ DTMPI_EXPORT int MPI_Iexscan(const void* sb, void* rb, int count, MPI_Datatype t
 }
 // No communicator: errors go to MPI_COMM_WORLD's handler (MPI-3.1 sec. 8.3).
 DTMPI_EXPORT int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype type, MPI_Op op) {
-  return result(run_reduction(in, count, inout, count, true, type, nullptr, [&](const void* s, void* r, MPI_Request*) {
+  return result(run_reduction_here(in, count, inout, count, true, type, nullptr, [&](const void* s, void* r, MPI_Request*) {
     return REAL(MPI_Reduce_local)(s, r, count, type, op);
   }));
 }

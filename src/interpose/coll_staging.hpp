@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "interpose/entries.hpp"
 #include "interpose/p2p_route.hpp"
 #include "pack/pieces.hpp"
 #include "runtime/buffers.hpp"
@@ -173,6 +174,13 @@ bool may_stage_side(const Pieces& p);
 // form.
 template <class Call>
 Status run_collective(Pieces send, Pieces recv, InPlace in_place, MPI_Request* request, Call call) {
+  if (!request && blocking_needs_progress()) {
+    // dtmpi's windows need this rank's progress (p2p_route.hpp): the
+    // non-blocking form and dtmpi's wait, which progresses them
+    MPI_Request r = MPI_REQUEST_NULL;
+    DTMPI_TRY(run_collective(std::move(send), std::move(recv), in_place, &r, call));
+    return wait(&r, MPI_STATUS_IGNORE);
+  }
   if (!may_stage_side(send) && !may_stage_side(recv)) return DTMPI_MPI_FORWARD(call(nullptr, nullptr, request));
   auto c = std::make_shared<StagedCall>();
   c->send = std::move(send);

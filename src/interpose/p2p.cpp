@@ -62,15 +62,27 @@ Status send(SendMode mode, const void* buf, int count, MPI_Datatype datatype, in
   return DTMPI_MPI_FORWARD(forward());
 }
 
+// A blocking send while dtmpi's windows need this rank's progress
+// (blocking_needs_progress): the non-blocking form (`start(request)`: the
+// system MPI's), then dtmpi's wait.
+template <class Start>
+Status send_progressing(SendMode mode, const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                        MPI_Comm comm, Start start) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  DTMPI_TRY(send(mode, buf, count, datatype, dest, tag, comm, &r, nullptr, [&] { return start(&r); }));
+  return dtmpi::interpose::wait(&r, MPI_STATUS_IGNORE);
+}
+
 }  // namespace
 
 // The send entry points: the fast path, else NAME##_rest (noinline: inlined,
 // its frame would be the fast path's too).
-#define DTMPI_SEND_ENTRY(NAME, MODE, REQUEST, PARAMS, ...)                                                 \
+#define DTMPI_SEND_ENTRY(NAME, MODE, REQUEST, PROGRESSING, PARAMS, ...)                                    \
   namespace {                                                                                              \
   [[gnu::noinline]] int NAME##_rest(PARAMS) {                                                              \
     DTMPI_TRACE(#NAME ": entry");                                                                          \
     tp::poll();                                                                                            \
+    PROGRESSING                                                                                            \
     Asked asked;                                                                                           \
     if (plain_host(buf, count, datatype, INT64_MAX, asked)) return REAL(NAME)(__VA_ARGS__);                \
     return result(comm, send(MODE, buf, count, datatype, dest, tag, comm, REQUEST, &asked,                \
@@ -84,16 +96,22 @@ Status send(SendMode mode, const void* buf, int count, MPI_Datatype datatype, in
   }
 #define DTMPI_SEND_PARAMS const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm
 #define DTMPI_ISEND_PARAMS DTMPI_SEND_PARAMS, MPI_Request *request
-#define DTMPI_BLOCKING_SEND(NAME, MODE) \
-  DTMPI_SEND_ENTRY(NAME, MODE, nullptr, DTMPI_SEND_PARAMS, buf, count, datatype, dest, tag, comm)
+// (a blocking send while dtmpi's windows need progress: its non-blocking form INAME)
+#define DTMPI_BLOCKING_SEND(NAME, MODE, INAME)                                                               \
+  DTMPI_SEND_ENTRY(                                                                                          \
+      NAME, MODE, nullptr,                                                                                   \
+      if (dtmpi::interpose::blocking_needs_progress()) return result(                                        \
+          comm, send_progressing(MODE, buf, count, datatype, dest, tag, comm,                                \
+                                 [&](MPI_Request* r) { return REAL(INAME)(buf, count, datatype, dest, tag, comm, r); }));, \
+      DTMPI_SEND_PARAMS, buf, count, datatype, dest, tag, comm)
 #define DTMPI_NONBLOCKING_SEND(NAME, MODE) \
-  DTMPI_SEND_ENTRY(NAME, MODE, request, DTMPI_ISEND_PARAMS, buf, count, datatype, dest, tag, comm, request)
+  DTMPI_SEND_ENTRY(NAME, MODE, request, , DTMPI_ISEND_PARAMS, buf, count, datatype, dest, tag, comm, request)
 
 // Ready mode is a hint an implementation may treat as standard mode.
-DTMPI_BLOCKING_SEND(MPI_Send, SendMode::kStandard)
-DTMPI_BLOCKING_SEND(MPI_Rsend, SendMode::kStandard)
-DTMPI_BLOCKING_SEND(MPI_Ssend, SendMode::kSynchronous)
-DTMPI_BLOCKING_SEND(MPI_Bsend, SendMode::kBuffered)
+DTMPI_BLOCKING_SEND(MPI_Send, SendMode::kStandard, MPI_Isend)
+DTMPI_BLOCKING_SEND(MPI_Rsend, SendMode::kStandard, MPI_Irsend)
+DTMPI_BLOCKING_SEND(MPI_Ssend, SendMode::kSynchronous, MPI_Issend)
+DTMPI_BLOCKING_SEND(MPI_Bsend, SendMode::kBuffered, MPI_Ibsend)
 DTMPI_NONBLOCKING_SEND(MPI_Isend, SendMode::kStandard)
 DTMPI_NONBLOCKING_SEND(MPI_Irsend, SendMode::kStandard)
 DTMPI_NONBLOCKING_SEND(MPI_Issend, SendMode::kSynchronous)
@@ -115,6 +133,16 @@ namespace {
 // as route_receive takes it.
 Status receive(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status,
                MPI_Request* request, int64_t multi_min, const Asked* asked) {
+  if (!request && dtmpi::interpose::blocking_needs_progress()) {
+    // the non-blocking form and dtmpi's wait (p2p_route.hpp); MPI_ERROR is
+    // left as a blocking receive leaves it
+    MPI_Request r = MPI_REQUEST_NULL;
+    DTMPI_TRY(receive(buf, count, type, source, tag, comm, MPI_STATUS_IGNORE, &r, multi_min, asked));
+    const int error_field = status != MPI_STATUS_IGNORE ? status->MPI_ERROR : MPI_SUCCESS;
+    Status s = dtmpi::interpose::wait(&r, status);
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = error_field;
+    return s;
+  }
   if (tp::stash_any())
     if (auto e = tp::stash_take(comm, source, tag)) return recv_stashed(buf, count, type, comm, *e, status, request);
   RecvRoute r;
@@ -163,7 +191,8 @@ int receive_rest(void* buf, int count, MPI_Datatype type, int source, int tag, M
   // a message a probe took may be this one: receive() looks, and decides all
   const bool stashed = tp::stash_any();
   Asked asked;
-  if (!stashed && plain_host(buf, count, type, tp::kMultiMin, asked))
+  if (!stashed && plain_host(buf, count, type, tp::kMultiMin, asked) &&
+      (request || !dtmpi::interpose::blocking_needs_progress()))
     return request ? REAL(MPI_Irecv)(buf, count, type, source, tag, comm, request)
                    : REAL(MPI_Recv)(buf, count, type, source, tag, comm, status);
   return result(comm, dtmpi::interpose::receive(buf, count, type, source, tag, comm, status, request, tp::kMultiMin,
@@ -214,7 +243,7 @@ DTMPI_EXPORT int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype s
   const bool stage_r = route_receive(recvbuf, recvcount, recvtype, r);
   if (sb.refused) return result(comm, refusal(sb));
   if (r.buffer.refused) return result(comm, refusal(r.buffer));
-  if (!stage_s && !stage_r)
+  if (!stage_s && !stage_r && !dtmpi::interpose::blocking_needs_progress())
     return REAL(MPI_Sendrecv)(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                               recvtag, comm, status);
   // both halves as the interposed MPI_Irecv / MPI_Isend / MPI_Waitall serve
@@ -245,7 +274,7 @@ DTMPI_EXPORT int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatyp
   RecvRoute r;
   const bool staged = must_stage(buf, count, datatype, b);
   if (b.refused) return result(comm, refusal(b));
-  if (!staged && !route_receive(buf, count, datatype, r))
+  if (!staged && !route_receive(buf, count, datatype, r) && !dtmpi::interpose::blocking_needs_progress())
     return REAL(MPI_Sendrecv_replace)(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
   // the outgoing data is copied before the receive may overwrite the buffer:
   // a staged send packs inside the transport's send; a host buffer is packed here

@@ -5,6 +5,7 @@
 
 #include "base/result.hpp"
 #include "interpose/boundary.hpp"
+#include "rma/window.hpp"
 #include "runtime/buffer_hint.hpp"
 #include "type/registry.hpp"
 #include "transport/p2p.hpp"
@@ -12,6 +13,19 @@
 #include "transport/transfer.hpp"
 
 namespace dtmpi::interpose {
+
+// While dtmpi's windows exist, no call may block inside the system MPI: a
+// peer's passive-target epoch on one of this rank's windows (lock, put,
+// unlock) needs this rank's progress, and below MPI_THREAD_MULTIPLE there is
+// no progress thread (rma/progress.cpp). The blocking point-to-point calls
+// then take their non-blocking form and dtmpi's wait, which progresses the
+// windows while it tests (requests.cpp: the engine is busy while windows
+// exist); MPI_Barrier and the blocking collectives likewise (rma_ops.cpp,
+// coll_*.cpp). Found by MPICH's test rma/adlb_mimic1: the target in MPI_Recv,
+// the origin in MPI_Win_unlock, for ever.
+[[gnu::always_inline]] inline bool blocking_needs_progress() {
+  return rma::g_windows.load(std::memory_order_relaxed) != 0;
+}
 
 // What a call's fast path (plain_host) learned before it said no, handed on
 // so that the rest of the decision asks nothing twice: the type's memo and,
