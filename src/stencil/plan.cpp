@@ -1,0 +1,104 @@
+// The exchange plan: which ghost regions come from a subdomain of this rank
+// (copied directly) and which from another rank (one message per peer rank
+// each way, all its directions and quantities batched).
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "stencil/domain_impl.hpp"
+
+namespace dtmpi::stencil {
+
+Box send_box(const Box& owned, Dim3 d, const Radius& r) {
+  Box b = owned;
+  for (int a = 0; a < 3; ++a) {
+    // data moving towards +a fills the receiver's low ghost (width low(a))
+    if (d[a] > 0) b.lo[a] = owned.hi[a] - r.low(a);
+    if (d[a] < 0) b.hi[a] = owned.lo[a] + r.high(a);
+  }
+  return b;
+}
+
+Box ghost_box(const Box& owned, Dim3 d, const Radius& r) {
+  Box b = owned;
+  for (int a = 0; a < 3; ++a) {
+    if (d[a] > 0) {
+      b.lo[a] = owned.lo[a] - r.low(a);
+      b.hi[a] = owned.lo[a];
+    }
+    if (d[a] < 0) {
+      b.lo[a] = owned.hi[a];
+      b.hi[a] = owned.hi[a] + r.high(a);
+    }
+  }
+  return b;
+}
+
+int64_t DomainImpl::region_bytes(const Box& b) const {
+  int64_t per_point = 0;
+  for (const QuantityInfo& q : quantities) per_point += static_cast<int64_t>(q.size);
+  return b.volume() * per_point;
+}
+
+Status build_plan(DomainImpl& d) {
+  const Partition& p = *d.partition;
+  std::map<int, size_t> local_index;  // subdomain id -> index in d.subs
+  for (size_t i = 0; i < d.subs.size(); ++i) local_index[d.subs[i].id()] = i;
+  // per peer rank, (sending id, direction) -> region, so both sides list the
+  // same directions in the same order
+  using Key = std::tuple<int, int>;
+  std::map<int, std::map<Key, Region>> sends, recvs;
+  const auto& dirs = directions();
+  for (size_t i = 0; i < d.subs.size(); ++i) {
+    const Subdomain& s = d.subs[i];
+    for (size_t k = 0; k < dirs.size(); ++k) {
+      const Dim3 dir = dirs[k];
+      // data flows from s towards dir: s sends to neighbour(s, dir) ...
+      if (!ghost_box(s.box(), dir, d.radius).empty()) {
+        if (auto n = p.neighbour(s.grid_index(), dir, d.periodic)) {
+          const int nid = p.id_of(*n);
+          const int owner = d.owner[static_cast<size_t>(nid)];
+          const Box from = send_box(s.box(), dir, d.radius);
+          if (owner == d.rank) {
+            const size_t j = local_index.at(nid);
+            d.copies.push_back({{static_cast<int>(i), from}, {static_cast<int>(j), ghost_box(d.subs[j].box(), dir, d.radius)}});
+          } else {
+            sends[owner][{s.id(), static_cast<int>(k)}] = {static_cast<int>(i), from};
+          }
+        }
+        // ... and receives what neighbour(s, -dir) sends towards dir
+        const Dim3 back{-dir.x, -dir.y, -dir.z};
+        if (auto n = p.neighbour(s.grid_index(), back, d.periodic)) {
+          const int nid = p.id_of(*n);
+          const int owner = d.owner[static_cast<size_t>(nid)];
+          if (owner != d.rank) recvs[owner][{nid, static_cast<int>(k)}] = {static_cast<int>(i), ghost_box(s.box(), dir, d.radius)};
+        }
+      }
+    }
+  }
+  for (auto& [rank, regions] : sends) {
+    Peer peer;
+    peer.rank = rank;
+    for (auto& [key, r] : regions) {
+      peer.send.push_back(r);
+      peer.send_bytes += d.region_bytes(r.box);
+    }
+    for (auto& [key, r] : recvs[rank]) {
+      peer.recv.push_back(r);
+      peer.recv_bytes += d.region_bytes(r.box);
+    }
+    if (peer.send_bytes > INT_MAX || peer.recv_bytes > INT_MAX)
+      return Error{MPI_ERR_COUNT, "dtmpi::stencil: the exchange with rank " + std::to_string(rank) + " would be " +
+                                      std::to_string(std::max(peer.send_bytes, peer.recv_bytes)) +
+                                      " bytes in one message, more than MPI's int count; use more ranks"};
+    d.peers.push_back(std::move(peer));
+  }
+  // a peer this rank only receives from would send to it as well (the
+  // neighbour relation is symmetric); nothing else to add
+  d.requests.resize(2 * d.peers.size());
+  return ok_status();
+}
+
+}  // namespace dtmpi::stencil
