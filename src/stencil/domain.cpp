@@ -256,8 +256,10 @@ ExchangeStats DistributedDomain::stats() const {
   after_realize(*impl_, "stats()");
   ExchangeStats s;
   s.peers = static_cast<int>(impl_->peers.size());
-  s.messages = s.peers;
-  for (const Peer& p : impl_->peers) s.mpi_bytes += p.send_bytes;
+  for (const Peer& p : impl_->peers) {
+    s.messages += p.send.empty() ? 0 : 1;
+    s.mpi_bytes += p.send_bytes;
+  }
   s.local_copies = static_cast<int64_t>(impl_->copies.size());
   for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from.box);
   return s;

@@ -78,10 +78,15 @@ Status build_plan(DomainImpl& d) {
       }
     }
   }
-  for (auto& [rank, regions] : sends) {
+  // with a radius of 0 on one side, data may flow one way only between two
+  // ranks: a peer is any rank this one sends to or receives from
+  std::map<int, bool> ranks;
+  for (auto& [rank, regions] : sends) ranks[rank] = true;
+  for (auto& [rank, regions] : recvs) ranks[rank] = true;
+  for (auto& [rank, unused] : ranks) {
     Peer peer;
     peer.rank = rank;
-    for (auto& [key, r] : regions) {
+    for (auto& [key, r] : sends[rank]) {
       peer.send.push_back(r);
       peer.send_bytes += d.region_bytes(r.box);
     }
@@ -95,9 +100,7 @@ Status build_plan(DomainImpl& d) {
                                       " bytes in one message, more than MPI's int count; use more ranks"};
     d.peers.push_back(std::move(peer));
   }
-  // a peer this rank only receives from would send to it as well (the
-  // neighbour relation is symmetric); nothing else to add
-  d.requests.resize(2 * d.peers.size());
+  d.requests.assign(2 * d.peers.size(), MPI_REQUEST_NULL);
   return ok_status();
 }
 
