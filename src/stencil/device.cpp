@@ -6,6 +6,7 @@
 // sent by the system MPI from there (the thesis's staged method): the system
 // MPI never sees a device pointer, CUDA-aware or not.
 #include <cuda_runtime_api.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <string>
@@ -72,7 +73,11 @@ Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, cons
 }  // namespace
 
 Status device_allocate(DomainImpl& d) {
-  int device = 0;
+  int device = 0, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process sees no usable GPU"};
+  }
   DTMPI_CUDA_CHECK(cudaGetDevice(&device));
   cudaStream_t stream = nullptr;
   DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -14,7 +14,11 @@
 namespace dtmpi::stencil {
 namespace {
 
-[[noreturn]] void fail(const Error& e) { throw StencilError(e.what); }
+// Every message names the library: errors from below (CUDA, MPI) get the prefix.
+std::string named(const std::string& what) {
+  return what.rfind("dtmpi::stencil", 0) == 0 ? what : "dtmpi::stencil: " + what;
+}
+[[noreturn]] void fail(const Error& e) { throw StencilError(named(e.what)); }
 template <class T>
 void check(const Result<T>& s) {
   if (!s) fail(s.error());
@@ -215,8 +219,9 @@ void DistributedDomain::realize() {
   if (first_bad < d.size) {
     release_storage(d);
     d.realized = false;
-    throw StencilError(local ? "dtmpi::stencil: realize() failed on rank " + std::to_string(first_bad)
-                               : local.error().what + " (rank " + std::to_string(d.rank) + ")");
+    throw StencilError(local ? "dtmpi::stencil: realize() failed on rank " + std::to_string(first_bad) +
+                                   " (its message says why)"
+                               : named(local.error().what) + " (rank " + std::to_string(d.rank) + ")");
   }
   check(DTMPI_MPI_STATUS(REAL(MPI_Comm_dup)(d.user_comm, &d.comm)));
   REAL(MPI_Comm_set_errhandler)(d.comm, MPI_ERRORS_RETURN);
