@@ -36,6 +36,15 @@ int launch_update(const UpdateArgs& a, void* stream) {
 
 int synchronize(void* stream) { return static_cast<int>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
 
+int select_device(int local_rank) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return 0;
+  }
+  return cudaSetDevice(local_rank % count) == cudaSuccess ? count : 0;
+}
+
 int copy(void* dst, const void* src, int64_t bytes) {
   return static_cast<int>(cudaMemcpy(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault));
 }

@@ -19,6 +19,9 @@ struct UpdateArgs {
 // returns the launch's cudaError_t as int.
 int launch_update(const UpdateArgs& a, void* stream);
 int synchronize(void* stream);
+// The GPUs this process sees (0 without a usable one); selects GPU
+// local_rank % count, so the ranks of a node spread over its GPUs.
+int select_device(int local_rank);
 // cudaMemcpy(dst, src, bytes, cudaMemcpyDefault): the example's uploads and checks
 int copy(void* dst, const void* src, int64_t bytes);
 
