@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dtmpi/stencil.hpp"
+#include "runtime/device.hpp"
 
 namespace st = dtmpi::stencil;
 
@@ -155,7 +156,7 @@ TEST(StencilErrors, CallsOutOfOrder) {
 // error on every rank, not a crash. Where a GPU is present this is not the case.
 TEST(StencilErrors, DeviceMemoryWithoutAGpu) {
   if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
-  if (std::getenv("DTMPI_TEST_HAVE_GPU")) GTEST_SKIP() << "a GPU is present";
+  if (dtmpi::runtime::gpu_enabled()) GTEST_SKIP() << "a GPU is present";
   expect_error_everywhere(
       [] {
         st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
