@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/cuda_check.hpp"
+#include "runtime/device.hpp"
 #include "stencil/device_kernels.hpp"
 #include "stencil/domain_impl.hpp"
 
@@ -73,11 +74,10 @@ Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, cons
 }  // namespace
 
 Status device_allocate(DomainImpl& d) {
-  int device = 0, count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();
-    return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process sees no usable GPU"};
-  }
+  int device = 0;
+  if (!runtime::gpu_enabled())
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process has no usable GPU (no driver, no "
+                              "device, or DTMPI_CUDA=off)"};
   DTMPI_CUDA_CHECK(cudaGetDevice(&device));
   cudaStream_t stream = nullptr;
   DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
