@@ -174,7 +174,14 @@ class DistributedDomain {
   template <class T>
   Quantity<T> add_quantity(const std::string& name) {
     static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
-    return Quantity<T>{add_quantity_bytes(name, sizeof(T), alignof(T))};
+    return Quantity<T>{add_quantity_bytes(name, sizeof(T), alignof(T), nullptr)};
+  }
+  // A quantity whose stencil reaches less far: only its radius (at most the
+  // domain's on every side) is exchanged; it is allocated with the domain's.
+  template <class T>
+  Quantity<T> add_quantity(const std::string& name, const Radius& r) {
+    static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
+    return Quantity<T>{add_quantity_bytes(name, sizeof(T), alignof(T), &r)};
   }
 
   // Collective over the communicator: validates the configuration on every
@@ -203,7 +210,7 @@ class DistributedDomain {
   void swap();
 
  private:
-  int add_quantity_bytes(const std::string& name, size_t size, size_t align);
+  int add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius);
   std::unique_ptr<DomainImpl> impl_;
 };
 

@@ -35,36 +35,40 @@ char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p) {
          (p.x - a.lo.x) * esize;
 }
 
-// Launches the move of region `r` for quantities [first, first + n); `packed`:
-// where that region's bytes start in the packed buffer (pack/unpack).
+// Launches the move of region `r` (into `to` for a copy), every quantity's
+// box, up to kMaxQuantities quantities a launch; `packed`: where the
+// region's bytes start in the packed buffer (pack/unpack), quantity after
+// quantity as on the host.
 Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, const Region* to) {
   const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
-  const Dim3 n = r.box.size();
   int64_t offset = 0;  // of quantity q's bytes in the packed region
   for (size_t first = 0; first < d.quantities.size(); first += device::kMaxQuantities) {
     device::RegionArgs a;
-    a.nx = n.x;
-    a.ny = n.y;
-    a.nz = n.z;
     for (size_t q = first; q < d.quantities.size() && a.quantities < device::kMaxQuantities; ++q, ++a.quantities) {
       const int qi = static_cast<int>(q), k = a.quantities;
+      const Box& b = r.boxes[q];
+      const Dim3 n = b.empty() ? Dim3{0, 0, 0} : b.size();
+      a.nx[k] = n.x;
+      a.ny[k] = n.y;
+      a.nz[k] = n.z;
+      a.first[k + 1] = a.first[k] + n.volume();
+      if (b.empty()) continue;  // no thread is this quantity's
       const int64_t esize = static_cast<int64_t>(d.quantities[q].size);
-      a.mem[k] = point(s, qi, esize, r.box.lo);
+      a.mem[k] = point(s, qi, esize, b.lo);
       a.pitch[k] = s.pitch(qi);
       a.slice[k] = s.pitch(qi) * s.allocated().size().y;
       a.esize[k] = esize;
       if (how == device::Move::kCopy) {
         const Subdomain& t = d.subs[static_cast<size_t>(to->sub)];
-        a.other[k] = point(t, qi, esize, to->box.lo);
+        a.other[k] = point(t, qi, esize, to->boxes[q].lo);
         a.other_pitch[k] = t.pitch(qi);
         a.other_slice[k] = t.pitch(qi) * t.allocated().size().y;
         a.word[k] = word_for(esize, 0);
       } else {
         a.other[k] = packed + offset;
-        // the packed buffer comes from cudaMalloc (256-byte aligned)
-        a.word[k] = word_for(esize, reinterpret_cast<uintptr_t>(packed + offset));
+        a.word[k] = word_for(esize, static_cast<int64_t>(reinterpret_cast<uintptr_t>(packed + offset)));
       }
-      offset += r.box.volume() * esize;
+      offset += n.volume() * esize;
     }
     DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, a, d.stream)));
   }
@@ -135,7 +139,7 @@ Status device_pack(DomainImpl& d) {
     char* out = static_cast<char*>(p.send_device);
     for (const Region& r : p.send) {
       DTMPI_TRY(move(d, device::Move::kPack, r, out, nullptr));
-      out += d.region_bytes(r.box);
+      out += d.region_bytes(r);
     }
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
                                      cudaMemcpyDeviceToHost, stream_of(d)));
@@ -158,7 +162,7 @@ Status device_unpack(DomainImpl& d) {
     char* in = static_cast<char*>(p.recv_device);
     for (const Region& r : p.recv) {
       DTMPI_TRY(move(d, device::Move::kUnpack, r, in, nullptr));
-      in += d.region_bytes(r.box);
+      in += d.region_bytes(r);
     }
   }
   DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));

@@ -13,11 +13,12 @@ __device__ void copy_words(char* to, const char* from, int64_t bytes) {
 
 // One thread per (quantity, point) of the region; grid-stride.
 __global__ void move_region(Move move, RegionArgs a) {
-  const int64_t points = a.nx * a.ny * a.nz, total = points * a.quantities;
+  const int64_t total = a.first[a.quantities];
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int q = static_cast<int>(i / points);
-    const int64_t e = i % points, x = e % a.nx, y = (e / a.nx) % a.ny, z = e / (a.nx * a.ny);
+    int q = 0;
+    while (i >= a.first[q + 1]) ++q;
+    const int64_t e = i - a.first[q], x = e % a.nx[q], y = (e / a.nx[q]) % a.ny[q], z = e / (a.nx[q] * a.ny[q]);
     const int64_t n = a.esize[q];
     char* mem = a.mem[q] + z * a.slice[q] + y * a.pitch[q] + x * n;
     char* other = move == Move::kCopy ? a.other[q] + z * a.other_slice[q] + y * a.other_pitch[q] + x * n
@@ -36,7 +37,7 @@ __global__ void move_region(Move move, RegionArgs a) {
 }  // namespace
 
 int launch(Move move, const RegionArgs& args, void* stream) {
-  const int64_t total = args.nx * args.ny * args.nz * args.quantities;
+  const int64_t total = args.first[args.quantities];
   if (total == 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const int64_t blocks = (total + kThreads - 1) / kThreads;

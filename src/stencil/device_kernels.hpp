@@ -1,7 +1,7 @@
 // The stencil exchange's CUDA kernels (device_kernels.cu), behind plain
 // structs so that the C++20 side (device.cpp) and nvcc share this header.
 // One launch moves one region (one direction) of every quantity of a
-// subdomain: into or out of a packed buffer (quantity after quantity, each x
+// subdomain (up to kMaxQuantities): into or out of a packed buffer (quantity after quantity, each x
 // fastest), or straight into another subdomain's ghosts on the same GPU.
 #pragma once
 #include <cstdint>
@@ -11,8 +11,11 @@ namespace dtmpi::stencil::device {
 constexpr int kMaxQuantities = 16;  // per launch; more quantities take more launches
 
 struct RegionArgs {
-  int64_t nx = 0, ny = 0, nz = 0;  // the region's points per axis
   int quantities = 0;
+  // per quantity: its region's points per axis (quantities may reach less
+  // far than the domain's radius), and the first thread index that is its
+  int64_t nx[kMaxQuantities] = {}, ny[kMaxQuantities] = {}, nz[kMaxQuantities] = {};
+  int64_t first[kMaxQuantities + 1] = {};
   // per quantity: the region's first point in the subdomain (src side for a
   // copy), its row pitch and slice in bytes, its element size, and the word
   // (1, 2, 4 or 8 bytes) every address it touches is a multiple of

@@ -33,8 +33,11 @@ std::string signature(const DomainImpl& d) {
   s += std::string(", periodic ") + (d.periodic[0] ? "x" : "-") + (d.periodic[1] ? "y" : "-") + (d.periodic[2] ? "z" : "-");
   s += d.memory == Memory::kHost ? ", host" : ", device";
   s += ", " + std::to_string(d.per_rank) + " subdomain(s) per rank, quantities [";
-  for (size_t i = 0; i < d.quantities.size(); ++i)
+  for (size_t i = 0; i < d.quantities.size(); ++i) {
     s += (i ? ", " : "") + d.quantities[i].name + ":" + std::to_string(d.quantities[i].size) + "B";
+    if (const auto& r = d.quantities[i].radius)
+      for (int a = 0; a < 3; ++a) s += (a ? "," : " radius ") + std::to_string(r->low(a)) + "/" + std::to_string(r->high(a));
+  }
   return s + "]";
 }
 
@@ -66,6 +69,15 @@ Status valid(const DomainImpl& d) {
   for (int a = 0; a < 3; ++a)
     if (d.radius.low(a) < 0 || d.radius.high(a) < 0)
       return Error{MPI_ERR_ARG, std::string("dtmpi::stencil: negative radius along ") + kAxis[a]};
+  for (const QuantityInfo& q : d.quantities)
+    if (q.radius)
+      for (int a = 0; a < 3; ++a)
+        if (q.radius->low(a) < 0 || q.radius->high(a) < 0 || q.radius->low(a) > d.radius.low(a) ||
+            q.radius->high(a) > d.radius.high(a))
+          return Error{MPI_ERR_ARG, "dtmpi::stencil: quantity '" + q.name + "' has radius " +
+                                        std::to_string(q.radius->low(a)) + "/" + std::to_string(q.radius->high(a)) +
+                                        " along " + kAxis[a] + ", outside 0.." + std::to_string(d.radius.low(a)) + "/" +
+                                        std::to_string(d.radius.high(a)) + " (the domain's radius there)"};
   return ok_status();
 }
 
@@ -179,9 +191,10 @@ DistributedDomain& DistributedDomain::set_subdomains_per_rank(int n) {
   impl_->per_rank = n;
   return *this;
 }
-int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, size_t align) {
+int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius) {
   before_realize(*impl_, "add_quantity()");
-  impl_->quantities.push_back({name, size, align});
+  impl_->quantities.push_back({name, size, align, {}});
+  if (radius) impl_->quantities.back().radius = *radius;  // validated by realize()
   return static_cast<int>(impl_->quantities.size() - 1);
 }
 
@@ -266,7 +279,7 @@ ExchangeStats DistributedDomain::stats() const {
     s.mpi_bytes += p.send_bytes;
   }
   s.local_copies = static_cast<int64_t>(impl_->copies.size());
-  for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from.box);
+  for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from);
   return s;
 }
 

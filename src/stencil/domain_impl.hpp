@@ -19,6 +19,7 @@ namespace dtmpi::stencil {
 struct QuantityInfo {
   std::string name;
   size_t size = 0, align = 0;
+  std::optional<Radius> radius;  // its own, else the domain's
 };
 
 // Grants the implementation the subdomains' private members.
@@ -37,11 +38,14 @@ struct Access {
   static int& device(Subdomain& s) { return s.device_; }
 };
 
-// One region of one of this rank's subdomains (`sub`: index into subs), in
-// global coordinates of that subdomain's allocation.
+// One direction's region of one of this rank's subdomains (`sub`: index into
+// subs), in global coordinates of that subdomain's allocation: `box` for the
+// domain's radius, `boxes[q]` for quantity q's (empty where q's stencil does
+// not reach that direction).
 struct Region {
   int sub = 0;
   Box box;
+  std::vector<Box> boxes;
 };
 
 // The same-rank copy of one direction: all quantities of `from` into `to`.
@@ -83,7 +87,8 @@ struct DomainImpl {
   void* stream = nullptr;  // device domains: the cudaStream_t of the exchange
 
   ~DomainImpl();
-  int64_t region_bytes(const Box& b) const;  // all quantities
+  int64_t region_bytes(const Region& r) const;  // all quantities
+  const Radius& radius_of(size_t q) const { return quantities[q].radius ? *quantities[q].radius : radius; }
 };
 
 // The points a subdomain sends in direction `d`, and the ghost points its

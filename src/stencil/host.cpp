@@ -26,14 +26,15 @@ char* at(const Subdomain& s, void* base, int64_t esize, int64_t pitch, const Dim
 template <bool kPack>
 char* move_rows(DomainImpl& d, const Region& r, char* packed) {
   const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
-  const Dim3 n = r.box.size();
   for (size_t q = 0; q < d.quantities.size(); ++q) {
-    const int64_t esize = static_cast<int64_t>(d.quantities[q].size), row = n.x * esize;
+    const Box& b = r.boxes[q];
+    if (b.empty()) continue;
+    const int64_t esize = static_cast<int64_t>(d.quantities[q].size), row = b.size().x * esize;
     void* base = s.current_data(static_cast<int>(q));
     const int64_t pitch = s.pitch(static_cast<int>(q));
-    for (int64_t z = r.box.lo.z; z < r.box.hi.z; ++z)
-      for (int64_t y = r.box.lo.y; y < r.box.hi.y; ++y) {
-        char* mem = at(s, base, esize, pitch, {r.box.lo.x, y, z});
+    for (int64_t z = b.lo.z; z < b.hi.z; ++z)
+      for (int64_t y = b.lo.y; y < b.hi.y; ++y) {
+        char* mem = at(s, base, esize, pitch, {b.lo.x, y, z});
         if constexpr (kPack) std::memcpy(packed, mem, static_cast<size_t>(row));
         else std::memcpy(mem, packed, static_cast<size_t>(row));
         packed += row;
@@ -114,18 +115,18 @@ Status copy_local(DomainImpl& d) {
   for (const LocalCopy& c : d.copies) {
     const Subdomain& from = d.subs[static_cast<size_t>(c.from.sub)];
     const Subdomain& to = d.subs[static_cast<size_t>(c.to.sub)];
-    const Dim3 n = c.from.box.size();
     for (size_t q = 0; q < d.quantities.size(); ++q) {
+      const Box &src = c.from.boxes[q], &dst = c.to.boxes[q];
+      const Dim3 n = src.size();
+      if (src.empty()) continue;
       const int qi = static_cast<int>(q);
       const int64_t esize = static_cast<int64_t>(d.quantities[q].size);
       for (int64_t z = 0; z < n.z; ++z)
         for (int64_t y = 0; y < n.y; ++y) {
           // memmove: a periodic self-neighbour never overlaps its own ghosts,
           // but nothing is lost by not relying on it
-          std::memmove(at(to, to.current_data(qi), esize, to.pitch(qi),
-                          {c.to.box.lo.x, c.to.box.lo.y + y, c.to.box.lo.z + z}),
-                       at(from, from.current_data(qi), esize, from.pitch(qi),
-                          {c.from.box.lo.x, c.from.box.lo.y + y, c.from.box.lo.z + z}),
+          std::memmove(at(to, to.current_data(qi), esize, to.pitch(qi), {dst.lo.x, dst.lo.y + y, dst.lo.z + z}),
+                       at(from, from.current_data(qi), esize, from.pitch(qi), {src.lo.x, src.lo.y + y, src.lo.z + z}),
                        static_cast<size_t>(n.x * esize));
         }
     }

@@ -36,11 +36,26 @@ Box ghost_box(const Box& owned, Dim3 d, const Radius& r) {
   return b;
 }
 
-int64_t DomainImpl::region_bytes(const Box& b) const {
-  int64_t per_point = 0;
-  for (const QuantityInfo& q : quantities) per_point += static_cast<int64_t>(q.size);
-  return b.volume() * per_point;
+int64_t DomainImpl::region_bytes(const Region& r) const {
+  int64_t bytes = 0;
+  for (size_t q = 0; q < quantities.size(); ++q) bytes += r.boxes[q].volume() * static_cast<int64_t>(quantities[q].size);
+  return bytes;
 }
+
+namespace {
+// The region of direction `dir` of subdomain `sub` (its send box, or the
+// ghost box its neighbour's data lands in), for the domain and every quantity.
+Region region(const DomainImpl& d, size_t sub, Dim3 dir, bool send) {
+  const Box& owned = d.subs[sub].box();
+  Region r{static_cast<int>(sub), send ? send_box(owned, dir, d.radius) : ghost_box(owned, dir, d.radius), {}};
+  for (size_t q = 0; q < d.quantities.size(); ++q) {
+    const Radius& rq = d.radius_of(q);
+    r.boxes.push_back(send ? send_box(owned, dir, rq) : ghost_box(owned, dir, rq));
+    if (ghost_box(owned, dir, rq).empty()) r.boxes.back() = Box{};  // q's stencil does not reach there
+  }
+  return r;
+}
+}  // namespace
 
 Status build_plan(DomainImpl& d) {
   const Partition& p = *d.partition;
@@ -60,12 +75,10 @@ Status build_plan(DomainImpl& d) {
         if (auto n = p.neighbour(s.grid_index(), dir, d.periodic)) {
           const int nid = p.id_of(*n);
           const int owner = d.owner[static_cast<size_t>(nid)];
-          const Box from = send_box(s.box(), dir, d.radius);
           if (owner == d.rank) {
-            const size_t j = local_index.at(nid);
-            d.copies.push_back({{static_cast<int>(i), from}, {static_cast<int>(j), ghost_box(d.subs[j].box(), dir, d.radius)}});
+            d.copies.push_back({region(d, i, dir, true), region(d, local_index.at(nid), dir, false)});
           } else {
-            sends[owner][{s.id(), static_cast<int>(k)}] = {static_cast<int>(i), from};
+            sends[owner][{s.id(), static_cast<int>(k)}] = region(d, i, dir, true);
           }
         }
         // ... and receives what neighbour(s, -dir) sends towards dir
@@ -73,7 +86,7 @@ Status build_plan(DomainImpl& d) {
         if (auto n = p.neighbour(s.grid_index(), back, d.periodic)) {
           const int nid = p.id_of(*n);
           const int owner = d.owner[static_cast<size_t>(nid)];
-          if (owner != d.rank) recvs[owner][{nid, static_cast<int>(k)}] = {static_cast<int>(i), ghost_box(s.box(), dir, d.radius)};
+          if (owner != d.rank) recvs[owner][{nid, static_cast<int>(k)}] = region(d, i, dir, false);
         }
       }
     }
@@ -88,11 +101,11 @@ Status build_plan(DomainImpl& d) {
     peer.rank = rank;
     for (auto& [key, r] : sends[rank]) {
       peer.send.push_back(r);
-      peer.send_bytes += d.region_bytes(r.box);
+      peer.send_bytes += d.region_bytes(r);
     }
     for (auto& [key, r] : recvs[rank]) {
       peer.recv.push_back(r);
-      peer.recv_bytes += d.region_bytes(r.box);
+      peer.recv_bytes += d.region_bytes(r);
     }
     if (peer.send_bytes > INT_MAX || peer.recv_bytes > INT_MAX)
       return Error{MPI_ERR_COUNT, "dtmpi::stencil: the exchange with rank " + std::to_string(rank) + " would be " +

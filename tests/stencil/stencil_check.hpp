@@ -74,9 +74,10 @@ inline void fill(st::DistributedDomain& d, const std::vector<size_t>& esize, int
 }
 
 // After an exchange: every point of every allocation is what it must be.
-// Returns the number of wrong points (failures reported for the first few).
+// `reach[q]`, where given: quantity q's own radius (ghosts beyond it keep
+// the sentinel). Returns the number of wrong points (the first few reported).
 inline int64_t verify(st::DistributedDomain& d, const std::vector<size_t>& esize, int g, const std::array<bool, 3>& periodic,
-                      const Download& down) {
+                      const Download& down, const std::vector<st::Radius>& reach = {}) {
   const st::Dim3 e = d.extent();
   int64_t wrong = 0;
   std::vector<unsigned char> want(64);
@@ -90,6 +91,10 @@ inline int64_t verify(st::DistributedDomain& d, const std::vector<size_t>& esize
           for (int64_t x = a.lo.x; x < a.hi.x; ++x) {
             st::Dim3 w{x, y, z};
             bool outside = false;
+            if (!reach.empty())  // past quantity q's own radius: never exchanged
+              for (int ax = 0; ax < 3; ++ax)
+                outside |= w[ax] < s.box().lo[ax] - reach[static_cast<size_t>(q)].low(ax) ||
+                           w[ax] >= s.box().hi[ax] + reach[static_cast<size_t>(q)].high(ax);
             for (int ax = 0; ax < 3; ++ax)
               if (w[ax] < 0 || w[ax] >= e[ax]) {
                 if (periodic[static_cast<size_t>(ax)]) w[ax] = (w[ax] + e[ax]) % e[ax];

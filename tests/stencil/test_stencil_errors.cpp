@@ -113,6 +113,18 @@ TEST(StencilErrors, MismatchedRadius) {
       "different configurations");
 }
 
+TEST(StencilErrors, QuantityRadiusBeyondTheDomains) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  expect_error_everywhere(
+      [] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+        d.set_radius(1);
+        d.add_quantity<double>("u", st::Radius::uniform(1).set(2, 1, 2));
+        d.realize();
+      },
+      "quantity 'u' has radius 1/2 along z, outside 0..1/1");
+}
+
 TEST(StencilErrors, NegativeRadiusAndNoQuantity) {
   if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
   expect_error_everywhere(

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "stencil/stencil_check.hpp"
@@ -82,6 +83,35 @@ TEST_P(StencilExchange, EveryGhostByGlobalCoordinate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, StencilExchange, ::testing::Range(0, 5));
+
+// Quantities that reach less far than the domain's radius exchange only
+// their own radius (the rest of their ghost shell is never written), and
+// send fewer bytes.
+TEST(StencilQuantityRadius, OnlyItsOwnRadiusTravels) {
+  const std::array<bool, 3> periodic{true, false, true};
+  const st::Radius full = st::Radius::uniform(3);
+  const std::vector<st::Radius> reach = {full, st::Radius::uniform(1), st::Radius{}.set(0, 2, 0).set(1, 0, 3).set(2, 1, 1),
+                                         st::Radius{}};
+  auto build = [&](bool own) {
+    auto d = std::make_unique<st::DistributedDomain>(MPI_COMM_WORLD, st::Dim3{21, 17, 15});
+    d->set_radius(full).set_periodic(periodic[0], periodic[1], periodic[2]).set_subdomains_per_rank(2);
+    d->add_quantity<double>("full");
+    for (size_t q = 1; q < reach.size(); ++q) {
+      if (own) d->add_quantity<float>("q" + std::to_string(q), reach[q]);
+      else d->add_quantity<float>("q" + std::to_string(q));
+    }
+    d->realize();
+    return d;
+  };
+  auto d = build(true);
+  const std::vector<size_t> esize = {8, 4, 4, 4};
+  stencil_check::fill(*d, esize, 0, kUpload);
+  d->exchange();
+  EXPECT_EQ(stencil_check::verify(*d, esize, 0, periodic, kDownload, reach), 0);
+  auto all = build(false);  // the same quantities at the domain's radius move more bytes
+  const st::ExchangeStats a = d->stats(), b = all->stats();
+  EXPECT_LT(a.mpi_bytes + a.local_bytes, b.mpi_bytes + b.local_bytes);
+}
 
 // interior() and exterior() split box() into disjoint pieces.
 TEST(StencilRegions, InteriorAndExteriorTileTheBox) {
