@@ -114,6 +114,9 @@ Status node_ranks(const DomainImpl& d, std::vector<std::vector<int>>& nodes) {
 }  // namespace
 
 DomainImpl::~DomainImpl() {
+  // an exchange left in flight (an exception between start and finish): its
+  // messages still write into the buffers released below
+  if (in_flight) REAL(MPI_Waitall)(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   if (realized) release_storage(*this);
   if (comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&comm);
 }
