@@ -7,7 +7,10 @@
 // checks every point against it and fails (exit 1) past a 1e-9 relative error.
 //
 //   heat3d [--n X Y Z] [--radius 1|2|3] [--quantities Q] [--steps S]
-//          [--substeps K] [--per-rank P] [--overlap] [--gpu] [--quiet]
+//          [--substeps K] [--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet]
+//
+// --bench N: after the check, N exchanges alone, timed (the halo bytes per
+// exchange over that time; the slowest rank's time).
 //
 // --substeps 3 with --quantities 8 --radius 3 is the Astaroth pattern (RK3:
 // three exchanges and three updates per step, 8 doubles, radius 3): the
@@ -34,7 +37,7 @@ namespace {
 
 struct Options {
   st::Dim3 n{48, 40, 36};
-  int radius = 1, quantities = 1, steps = 20, substeps = 1, per_rank = 1;
+  int radius = 1, quantities = 1, steps = 20, substeps = 1, per_rank = 1, bench = 0;
   bool overlap = false, gpu = false, quiet = false;
 };
 
@@ -55,12 +58,13 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--steps" && num(v)) o.steps = static_cast<int>(v);
     else if (a == "--substeps" && num(v)) o.substeps = static_cast<int>(v);
     else if (a == "--per-rank" && num(v)) o.per_rank = static_cast<int>(v);
+    else if (a == "--bench" && num(v)) o.bench = static_cast<int>(v);
     else if (a == "--overlap") o.overlap = true;
     else if (a == "--gpu") o.gpu = true;
     else if (a == "--quiet") o.quiet = true;
     else return false;
   }
-  return o.radius >= 1 && o.radius <= 3 && o.quantities >= 1 && o.steps >= 0 && o.substeps >= 1;
+  return o.radius >= 1 && o.radius <= 3 && o.quantities >= 1 && o.steps >= 0 && o.substeps >= 1 && o.bench >= 0;
 }
 
 // Second-difference weights, centre first (2nd, 4th and 6th order).
@@ -256,6 +260,21 @@ int run(const Options& o, int rank, int size) {
                 static_cast<long long>(x.mpi_bytes), static_cast<long long>(x.messages),
                 static_cast<long long>(x.local_bytes));
   }
+  if (o.bench > 0) {
+    d.exchange();  // warm
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double b0 = seconds();
+    for (int i = 0; i < o.bench; ++i) d.exchange();
+    double mine = (seconds() - b0) / o.bench, slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const st::ExchangeStats x = d.stats();
+    int64_t bytes = x.mpi_bytes + x.local_bytes, most = 0;
+    MPI_Allreduce(&bytes, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0)
+      std::printf("heat3d: exchange alone: %.3f ms per exchange (%d exchanges, slowest rank), %.2f GB/s of halo "
+                  "bytes (%lld bytes per exchange on the busiest rank)\n",
+                  1e3 * slowest, o.bench, static_cast<double>(most) / slowest / 1e9, static_cast<long long>(most));
+  }
   return ok ? 0 : 1;
 }
 
@@ -271,7 +290,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     if (rank == 0)
       std::fprintf(stderr, "usage: heat3d [--n X Y Z] [--radius 1|2|3] [--quantities Q] [--steps S] [--substeps K] "
-                           "[--per-rank P] [--overlap] [--gpu] [--quiet]\n");
+                           "[--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet]\n");
     rc = 2;
   } else {
     try {

@@ -189,7 +189,7 @@ if [ "$what" = stencil ]; then
   (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
     | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
   step "Astaroth-pattern proxy: heat3d --gpu, 8 doubles, radius 3, 3 exchanges per step (256^3 per subdomain)"
-  proxy="--gpu --radius 3 --quantities 8 --substeps 3 --steps 10"
+  proxy="--gpu --radius 3 --quantities 8 --substeps 3 --steps 10 --bench 30"
   {
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256 --overlap
