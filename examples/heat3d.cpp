@@ -212,7 +212,10 @@ int run(const Options& o, int rank, int size) {
     if (o.overlap) {
       d.start_exchange();
       exchange_s += seconds() - e0;
-      for (const st::Subdomain& s : d.subdomains()) update(s, s.interior());
+      for (const st::Subdomain& s : d.subdomains()) {
+        update(s, s.interior());
+        d.progress();
+      }
       const double e1 = seconds();
       d.finish_exchange();
       exchange_s += seconds() - e1;

@@ -188,6 +188,9 @@ if [ "$what" = stencil ]; then
   step "ctest -L stencil (host and device domains, the solver on CPU and GPU)"
   (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
     | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
+  step "compute-sanitizer memcheck: test_stencil_gpu on one rank (the pack / unpack / copy kernels)"
+  timeout 240 compute-sanitizer --error-exitcode 1 $build/tests/stencil/test_stencil_gpu 2>&1 \
+    | tee "$out/stencil-memcheck.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" | head -5
   step "Astaroth-pattern proxy: heat3d --gpu, 8 doubles, radius 3, 3 exchanges per step (256^3 per subdomain)"
   proxy="--gpu --radius 3 --quantities 8 --substeps 3 --steps 10 --bench 30"
   {

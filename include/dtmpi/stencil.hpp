@@ -206,6 +206,10 @@ class DistributedDomain {
   void exchange();
   void start_exchange();
   void finish_exchange();
+  // Between the two: lets the MPI move the messages on (many MPIs progress
+  // large messages only inside MPI calls); call it now and then during long
+  // interior compute. Returns true once every message has arrived.
+  bool progress();
   // current <-> next, for every quantity of every subdomain (local, no communication).
   void swap();
 

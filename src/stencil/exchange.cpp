@@ -59,6 +59,15 @@ void DistributedDomain::finish_exchange() {
   check(unpack_peers(d));
 }
 
+bool DistributedDomain::progress() {
+  DomainImpl& d = *impl_;
+  if (!d.in_flight) throw StencilError("dtmpi::stencil: progress() without start_exchange()");
+  int done = 0;
+  int rc = REAL(MPI_Testall)(static_cast<int>(d.requests.size()), d.requests.data(), &done, MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) fail("MPI_Testall of the halo messages", rc);
+  return done != 0;
+}
+
 void DistributedDomain::exchange() {
   start_exchange();
   finish_exchange();

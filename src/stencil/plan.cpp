@@ -113,6 +113,10 @@ Status build_plan(DomainImpl& d) {
                                       " bytes in one message, more than MPI's int count; use more ranks"};
     d.peers.push_back(std::move(peer));
   }
+  // the largest messages first (thesis section 4.5.5): the small ones are
+  // issued while the large ones are already on their way
+  std::stable_sort(d.peers.begin(), d.peers.end(),
+                   [](const Peer& a, const Peer& b) { return a.send_bytes > b.send_bytes; });
   d.requests.assign(2 * d.peers.size(), MPI_REQUEST_NULL);
   return ok_status();
 }

@@ -157,6 +157,7 @@ TEST(StencilErrors, CallsOutOfOrder) {
   expect_error_everywhere([&] { d.add_quantity<int>("v"); }, "add_quantity() after realize()");
   expect_error_everywhere([&] { d.realize(); }, "realize() after realize()");
   expect_error_everywhere([&] { d.finish_exchange(); }, "without start_exchange()");
+  expect_error_everywhere([&] { d.progress(); }, "progress() without start_exchange()");
   d.start_exchange();
   expect_error_everywhere([&] { d.start_exchange(); }, "while an exchange is in flight");
   expect_error_everywhere([&] { d.swap(); }, "while an exchange is in flight");
