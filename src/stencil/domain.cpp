@@ -2,6 +2,7 @@
 // that bad input fails on every rank with the same message instead of
 // leaving some ranks waiting), the subdomains' regions.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -45,7 +46,13 @@ std::string signature(const DomainImpl& d) {
 Status same_everywhere(const DomainImpl& d) {
   constexpr size_t kLen = 1024;
   std::string mine = signature(d);
-  mine.resize(kLen - 1, ' ');  // longer ones are compared by their first kLen - 1 bytes
+  if (mine.size() > kLen - 1) {  // too long to send whole: its hash decides, its start is shown
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : mine) h = (h ^ c) * 1099511628211ull;
+    const std::string tag = " ... (hash " + std::to_string(h) + ")";
+    mine = mine.substr(0, kLen - 1 - tag.size()) + tag;
+  }
+  mine.resize(kLen - 1, ' ');
   std::vector<char> all(kLen * static_cast<size_t>(d.size));
   DTMPI_MPI_CHECK(REAL(MPI_Allgather)(mine.c_str(), static_cast<int>(kLen), MPI_CHAR, all.data(), static_cast<int>(kLen),
                                       MPI_CHAR, d.user_comm));
@@ -204,6 +211,12 @@ int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, 
 void DistributedDomain::realize() {
   DomainImpl& d = *impl_;
   before_realize(d, "realize()");
+  // a realize() that failed before may have left a partial partition behind
+  d.partition.reset();
+  d.owner.clear();
+  d.subs.clear();
+  d.copies.clear();
+  d.peers.clear();
   REAL(MPI_Comm_rank)(d.user_comm, &d.rank);
   REAL(MPI_Comm_size)(d.user_comm, &d.size);
   check(same_everywhere(d));

@@ -113,6 +113,43 @@ TEST(StencilErrors, MismatchedRadius) {
       "different configurations");
 }
 
+// Configurations too long to send whole still differ where their ends do.
+TEST(StencilErrors, MismatchAtTheEndOfALongConfiguration) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  if (size() < 2) GTEST_SKIP() << "needs two ranks to disagree";
+  expect_error_everywhere(
+      [] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+        for (int q = 0; q < 40; ++q) d.add_quantity<double>(std::string(60, 'a' + q % 26));
+        d.add_quantity<double>(rank() == 0 ? "last" : "LAST");
+        d.realize();
+      },
+      "different configurations");
+}
+
+// After a refused realize() the domain can be fixed and realized.
+TEST(StencilErrors, RealizeAgainAfterAnError) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  st::DistributedDomain d(MPI_COMM_WORLD, {8 * size(), 8, 8});
+  d.set_radius(9);
+  auto u = d.add_quantity<int>("u");
+  expect_error_everywhere([&] { d.realize(); }, "is larger than the smallest subdomain");
+  d.set_radius(1);
+  d.realize();
+  ASSERT_EQ(d.subdomains().size(), 1u);
+  for (st::Subdomain& s : d.subdomains()) {
+    auto c = s.current(u);
+    const st::Box b = s.box();
+    for (int64_t z = b.lo.z; z < b.hi.z; ++z)
+      for (int64_t y = b.lo.y; y < b.hi.y; ++y)
+        for (int64_t x = b.lo.x; x < b.hi.x; ++x) c(x, y, z) = static_cast<int>(x + 100 * y + 10000 * z);
+  }
+  d.exchange();
+  const st::Subdomain& s = d.subdomains().front();
+  const int64_t gx = (s.box().lo.x - 1 + 8 * size()) % (8 * size());  // periodic: the -x ghost wraps
+  EXPECT_EQ(s.current(u)(s.box().lo.x - 1, 3, 4), static_cast<int>(gx + 100 * 3 + 10000 * 4));
+}
+
 TEST(StencilErrors, QuantityRadiusBeyondTheDomains) {
   if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
   expect_error_everywhere(
