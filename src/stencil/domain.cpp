@@ -121,9 +121,14 @@ Status node_ranks(const DomainImpl& d, std::vector<std::vector<int>>& nodes) {
 }  // namespace
 
 DomainImpl::~DomainImpl() {
-  // an exchange left in flight (an exception between start and finish): its
-  // messages still write into the buffers released below
-  if (in_flight) REAL(MPI_Waitall)(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  // an exchange left in flight (an exception between start and finish, or
+  // inside start): its receives are cancelled and its sends completed before
+  // the buffers they use are released
+  if (in_flight) {
+    for (size_t i = 0; i < peers.size(); ++i)
+      if (requests[i] != MPI_REQUEST_NULL) REAL(MPI_Cancel)(&requests[i]);
+    REAL(MPI_Waitall)(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  }
   if (realized) release_storage(*this);
   if (comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&comm);
 }

@@ -37,6 +37,7 @@ void DistributedDomain::start_exchange() {
     int rc = REAL(MPI_Irecv)(p.recv_host, static_cast<int>(p.recv_bytes), MPI_BYTE, p.rank, kTag, d.comm, &d.requests[i]);
     if (rc != MPI_SUCCESS) fail("MPI_Irecv from rank " + std::to_string(p.rank), rc);
   }
+  d.in_flight = true;  // from here, requests are out (the destructor settles them if this throws)
   check(pack_peers(d));
   for (size_t i = 0; i < d.peers.size(); ++i) {
     Peer& p = d.peers[i];
@@ -45,7 +46,6 @@ void DistributedDomain::start_exchange() {
                              &d.requests[d.peers.size() + i]);
     if (rc != MPI_SUCCESS) fail("MPI_Isend to rank " + std::to_string(p.rank), rc);
   }
-  d.in_flight = true;
   check(copy_local(d));
 }
 
