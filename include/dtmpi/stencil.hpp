@@ -144,7 +144,12 @@ class Subdomain {
 };
 
 // What one exchange moves (the plan realize() built; the same every exchange).
+struct PeerTraffic {
+  int rank = 0;  // in the domain's communicator
+  int64_t send_bytes = 0, recv_bytes = 0;
+};
 struct ExchangeStats {
+  std::vector<PeerTraffic> by_peer;  // in the order the messages are issued (largest first)
   int peers = 0;              // other ranks this rank exchanges with
   int64_t messages = 0;       // MPI messages sent per exchange (one per peer)
   int64_t mpi_bytes = 0;      // bytes sent through MPI per exchange

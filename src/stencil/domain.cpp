@@ -296,6 +296,7 @@ ExchangeStats DistributedDomain::stats() const {
   ExchangeStats s;
   s.peers = static_cast<int>(impl_->peers.size());
   for (const Peer& p : impl_->peers) {
+    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes});
     s.messages += p.send.empty() ? 0 : 1;
     s.mpi_bytes += p.send_bytes;
   }
