@@ -174,6 +174,22 @@ TEST(StencilPlan, OneMessagePerPeerAndLocalCopies) {
   MPI_Allreduce(&sent, &sent_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&ghost_points, &recv_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(sent_total, recv_total * 12);
+  // per peer: what this rank sends to r is what r expects from it
+  ASSERT_EQ(static_cast<int>(s.by_peer.size()), s.peers);
+  int64_t sum = 0;
+  std::vector<MPI_Request> req;
+  std::vector<int64_t> theirs(s.by_peer.size());
+  for (size_t i = 0; i < s.by_peer.size(); ++i) {
+    sum += s.by_peer[i].send_bytes;
+    req.emplace_back();
+    MPI_Irecv(&theirs[i], 1, MPI_INT64_T, s.by_peer[i].rank, 3, MPI_COMM_WORLD, &req.back());
+    req.emplace_back();
+    MPI_Isend(&s.by_peer[i].send_bytes, 1, MPI_INT64_T, s.by_peer[i].rank, 3, MPI_COMM_WORLD, &req.back());
+  }
+  MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+  EXPECT_EQ(sum, s.mpi_bytes);
+  for (size_t i = 0; i < s.by_peer.size(); ++i) EXPECT_EQ(theirs[i], s.by_peer[i].recv_bytes) << "peer " << s.by_peer[i].rank;
+  for (size_t i = 1; i < s.by_peer.size(); ++i) EXPECT_GE(s.by_peer[i - 1].send_bytes, s.by_peer[i].send_bytes);
 }
 
 // The overlap pattern of a real solver: start the exchange, compute the
