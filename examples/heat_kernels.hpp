@@ -1,0 +1,28 @@
+// The heat example's update on a GPU (heat_kernels.cu), behind plain
+// arguments so that the C++20 program and nvcc share this header.
+#pragma once
+#include <cstdint>
+
+namespace heat {
+
+struct UpdateArgs {
+  const char* in = nullptr;  // first byte of the allocation (its lowest ghost point)
+  char* out = nullptr;
+  int64_t pitch = 0, slice = 0;  // bytes
+  int64_t lo[3] = {}, hi[3] = {};  // the points to update, relative to the allocation's first point
+  int radius = 1;
+  double coef[4] = {};  // the second difference's weights, centre first
+  double alpha = 0;
+};
+
+// out = in + alpha * (sum over axes of the second difference of in), on `stream`;
+// returns the launch's cudaError_t as int.
+int launch_update(const UpdateArgs& a, void* stream);
+int synchronize(void* stream);
+// The GPUs this process sees (0 without a usable one); selects GPU
+// local_rank % count, so the ranks of a node spread over its GPUs.
+int select_device(int local_rank);
+// cudaMemcpy(dst, src, bytes, cudaMemcpyDefault): the example's uploads and checks
+int copy(void* dst, const void* src, int64_t bytes);
+
+}  // namespace heat

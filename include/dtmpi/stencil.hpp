@@ -1,0 +1,226 @@
+// dtmpi::stencil -- a halo-exchange library for 3D stencil codes (the
+// library of the Pearson thesis, chapter 4; docs/stencil.md has a complete
+// example). A program describes its grid (global extent, ghost radius,
+// periodicity, quantities of any trivially copyable type); realize()
+// partitions it over the ranks of a communicator (nodes first, then the
+// ranks of a node, then several subdomains per rank), allocates every
+// quantity with its ghost shell, and builds the exchange plan; exchange()
+// (or start_exchange() / finish_exchange() around interior compute) fills
+// every ghost shell from the neighbours' interiors.
+//
+// Errors: every function of this header reports bad input and failed MPI or
+// CUDA calls by throwing dtmpi::stencil::StencilError. The collective calls
+// (realize()) throw on every rank of the communicator with the same message
+// when any rank's input is wrong, so no rank is left waiting in a collective.
+#pragma once
+#include <mpi.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace dtmpi::stencil {
+
+// Bad input, a call out of order, or a failed MPI / CUDA call.
+class StencilError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Dim3 {
+  int64_t x = 0, y = 0, z = 0;
+  int64_t& operator[](int axis) { return axis == 0 ? x : axis == 1 ? y : z; }
+  int64_t operator[](int axis) const { return axis == 0 ? x : axis == 1 ? y : z; }
+  bool operator==(const Dim3&) const = default;
+  int64_t volume() const { return x * y * z; }
+};
+
+// Points [lo, hi) in global coordinates.
+struct Box {
+  Dim3 lo, hi;
+  Dim3 size() const { return {hi.x - lo.x, hi.y - lo.y, hi.z - lo.z}; }
+  int64_t volume() const { return empty() ? 0 : size().volume(); }
+  bool empty() const { return hi.x <= lo.x || hi.y <= lo.y || hi.z <= lo.z; }
+  bool contains(const Dim3& p) const {
+    return p.x >= lo.x && p.x < hi.x && p.y >= lo.y && p.y < hi.y && p.z >= lo.z && p.z < hi.z;
+  }
+  bool operator==(const Box&) const = default;
+};
+
+// Ghost width on each side of each axis (the stencil's reach in that
+// direction); an edge or corner ghost region is the product of its axes'
+// widths. A width of 0 on one side means nothing is exchanged there.
+struct Radius {
+  std::array<std::array<int, 2>, 3> width{};  // [axis][0: low side, 1: high side]
+  static Radius uniform(int r) {
+    Radius x;
+    for (auto& a : x.width) a = {r, r};
+    return x;
+  }
+  Radius& set(int axis, int low, int high) {
+    width.at(static_cast<size_t>(axis)) = {low, high};
+    return *this;
+  }
+  int low(int axis) const { return width[static_cast<size_t>(axis)][0]; }
+  int high(int axis) const { return width[static_cast<size_t>(axis)][1]; }
+  bool operator==(const Radius&) const = default;
+};
+
+enum class Memory { kHost, kDevice };
+
+// A quantity of element type T, as add_quantity<T>() returned it.
+template <class T>
+struct Quantity {
+  int index = -1;
+};
+
+// One quantity of one subdomain, addressed by global coordinate: any point of
+// the subdomain's box and its ghost shell (ghosts outside the global domain
+// have coordinates below 0 or at/after the extent, also where the boundary is
+// periodic: the accessor does not wrap). Host memory only for operator();
+// ptr() is valid for device memory too (for kernels).
+template <class T>
+class Accessor {
+ public:
+  Accessor() = default;
+  Accessor(void* base, Dim3 alloc_lo, int64_t pitch, int64_t rows)
+      : base_(static_cast<char*>(base)), lo_(alloc_lo), pitch_(pitch), slice_(pitch * rows) {}
+  T* ptr(int64_t x, int64_t y, int64_t z) const {
+    return reinterpret_cast<T*>(base_ + (z - lo_.z) * slice_ + (y - lo_.y) * pitch_) + (x - lo_.x);
+  }
+  T& operator()(int64_t x, int64_t y, int64_t z) const { return *ptr(x, y, z); }
+  int64_t pitch_bytes() const { return pitch_; }
+  int64_t slice_bytes() const { return slice_; }
+
+ private:
+  char* base_ = nullptr;
+  Dim3 lo_;
+  int64_t pitch_ = 0, slice_ = 0;
+};
+
+// One subdomain this rank owns.
+class Subdomain {
+ public:
+  int id() const { return id_; }            // 0 .. subdomain count - 1, the same on every rank
+  Dim3 grid_index() const { return index_; } // position in the global grid of subdomains
+  Box box() const { return box_; }           // the points it owns
+  Box allocated() const;                     // box() plus the ghost shell
+  // The points whose stencil reads no ghost (computable while the exchange
+  // runs), and the rest of box() as disjoint boxes (computable after it).
+  Box interior() const;
+  std::vector<Box> exterior() const;
+
+  template <class T>
+  Accessor<T> current(Quantity<T> q) const {
+    return Accessor<T>(current_.at(static_cast<size_t>(q.index)), allocated().lo, pitch_.at(static_cast<size_t>(q.index)),
+                       allocated().size().y);
+  }
+  template <class T>
+  Accessor<T> next(Quantity<T> q) const {
+    return Accessor<T>(next_.at(static_cast<size_t>(q.index)), allocated().lo, pitch_.at(static_cast<size_t>(q.index)),
+                       allocated().size().y);
+  }
+  // Untyped: the allocation of quantity `q` (first byte = allocated().lo), its row pitch in bytes.
+  void* current_data(int q) const { return current_.at(static_cast<size_t>(q)); }
+  void* next_data(int q) const { return next_.at(static_cast<size_t>(q)); }
+  int64_t pitch(int q) const { return pitch_.at(static_cast<size_t>(q)); }
+  int device() const { return device_; }  // CUDA device of a device-memory domain, else -1
+
+ private:
+  friend class DistributedDomain;
+  friend struct Access;
+  int id_ = -1;
+  Dim3 index_;
+  Box box_;
+  Radius radius_;
+  std::vector<void*> current_, next_;
+  std::vector<int64_t> pitch_;
+  int device_ = -1;
+};
+
+// What one exchange moves (the plan realize() built; the same every exchange).
+struct PeerTraffic {
+  int rank = 0;  // in the domain's communicator
+  int64_t send_bytes = 0, recv_bytes = 0;
+};
+struct ExchangeStats {
+  std::vector<PeerTraffic> by_peer;  // in the order the messages are issued (largest first)
+  int peers = 0;              // other ranks this rank exchanges with
+  int64_t messages = 0;       // MPI messages sent per exchange (one per peer)
+  int64_t mpi_bytes = 0;      // bytes sent through MPI per exchange
+  int64_t local_copies = 0;   // same-rank region copies (all quantities of a direction each)
+  int64_t local_bytes = 0;    // bytes copied between this rank's own subdomains
+};
+
+struct DomainImpl;
+
+class DistributedDomain {
+ public:
+  // `comm` is duplicated at realize(); `extent` is the global grid in points.
+  DistributedDomain(MPI_Comm comm, Dim3 extent);
+  ~DistributedDomain();
+  DistributedDomain(const DistributedDomain&) = delete;
+  DistributedDomain& operator=(const DistributedDomain&) = delete;
+
+  // Configuration: before realize() only (Error afterwards).
+  DistributedDomain& set_radius(int r);
+  DistributedDomain& set_radius(const Radius& r);
+  DistributedDomain& set_periodic(bool x, bool y, bool z);
+  DistributedDomain& set_memory(Memory m);
+  // Several subdomains per rank (several GPUs of a rank, or several
+  // subdomains of one GPU or CPU rank); neighbours owned by the same rank are
+  // copied directly, without MPI.
+  DistributedDomain& set_subdomains_per_rank(int n);
+  template <class T>
+  Quantity<T> add_quantity(const std::string& name) {
+    static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
+    return Quantity<T>{add_quantity_bytes(name, sizeof(T), alignof(T), nullptr)};
+  }
+  // A quantity whose stencil reaches less far: only its radius (at most the
+  // domain's on every side) is exchanged; it is allocated with the domain's.
+  template <class T>
+  Quantity<T> add_quantity(const std::string& name, const Radius& r) {
+    static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
+    return Quantity<T>{add_quantity_bytes(name, sizeof(T), alignof(T), &r)};
+  }
+
+  // Collective over the communicator: validates the configuration on every
+  // rank (the same on all, radius within every subdomain, extent splittable),
+  // partitions, allocates (zero-filled) and plans the exchange.
+  void realize();
+  bool realized() const;
+
+  std::vector<Subdomain>& subdomains();  // this rank's, after realize()
+  Dim3 extent() const;
+  Dim3 node_grid() const;   // subdomains of the first level (nodes) per axis
+  Dim3 local_grid() const;  // subdomains per node per axis
+  Dim3 grid() const;        // node_grid * local_grid
+  int nodes() const;
+  Box box_of(Dim3 grid_index) const;  // any subdomain's box
+  int owner_of(Dim3 grid_index) const;  // the rank that owns it
+  ExchangeStats stats() const;
+
+  // Fills every ghost shell of current(): blocking, or in two halves with
+  // compute between (the interior of next() may be computed from current()
+  // meanwhile; current()'s box must not be written until finish_exchange()).
+  void exchange();
+  void start_exchange();
+  void finish_exchange();
+  // Between the two: lets the MPI move the messages on (many MPIs progress
+  // large messages only inside MPI calls); call it now and then during long
+  // interior compute. Returns true once every message has arrived.
+  bool progress();
+  // current <-> next, for every quantity of every subdomain (local, no communication).
+  void swap();
+
+ private:
+  int add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius);
+  std::unique_ptr<DomainImpl> impl_;
+};
+
+}  // namespace dtmpi::stencil

@@ -1,0 +1,172 @@
+// Device-memory domains: every subdomain of the rank on the GPU current at
+// realize(), each quantity a pitched allocation (rows of 512 bytes, as
+// Astaroth's); directions between this rank's subdomains by one kernel each,
+// without a buffer; messages to other ranks packed by one kernel per
+// direction into a device buffer, copied once into pinned host memory and
+// sent by the system MPI from there (the thesis's staged method): the system
+// MPI never sees a device pointer, CUDA-aware or not.
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <string>
+
+#include "base/cuda_check.hpp"
+#include "runtime/device.hpp"
+#include "stencil/device_kernels.hpp"
+#include "stencil/domain_impl.hpp"
+
+namespace dtmpi::stencil {
+namespace {
+
+constexpr int64_t kDeviceRowAlign = 512;
+
+cudaStream_t stream_of(const DomainImpl& d) { return static_cast<cudaStream_t>(d.stream); }
+
+int word_for(int64_t esize, int64_t offset) {
+  for (int w : {8, 4, 2})
+    if (esize % w == 0 && offset % w == 0) return w;
+  return 1;
+}
+
+char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p) {
+  const Box a = s.allocated();
+  return static_cast<char*>(s.current_data(q)) + ((p.z - a.lo.z) * a.size().y + (p.y - a.lo.y)) * s.pitch(q) +
+         (p.x - a.lo.x) * esize;
+}
+
+// Launches the move of region `r` (into `to` for a copy), every quantity's
+// box, up to kMaxQuantities quantities a launch; `packed`: where the
+// region's bytes start in the packed buffer (pack/unpack), quantity after
+// quantity as on the host.
+Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, const Region* to) {
+  const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
+  int64_t offset = 0;  // of quantity q's bytes in the packed region
+  for (size_t first = 0; first < d.quantities.size(); first += device::kMaxQuantities) {
+    device::RegionArgs a;
+    for (size_t q = first; q < d.quantities.size() && a.quantities < device::kMaxQuantities; ++q, ++a.quantities) {
+      const int qi = static_cast<int>(q), k = a.quantities;
+      const Box& b = r.boxes[q];
+      const Dim3 n = b.empty() ? Dim3{0, 0, 0} : b.size();
+      a.nx[k] = n.x;
+      a.ny[k] = n.y;
+      a.nz[k] = n.z;
+      a.first[k + 1] = a.first[k] + n.volume();
+      if (b.empty()) continue;  // no thread is this quantity's
+      const int64_t esize = static_cast<int64_t>(d.quantities[q].size);
+      a.mem[k] = point(s, qi, esize, b.lo);
+      a.pitch[k] = s.pitch(qi);
+      a.slice[k] = s.pitch(qi) * s.allocated().size().y;
+      a.esize[k] = esize;
+      if (how == device::Move::kCopy) {
+        const Subdomain& t = d.subs[static_cast<size_t>(to->sub)];
+        a.other[k] = point(t, qi, esize, to->boxes[q].lo);
+        a.other_pitch[k] = t.pitch(qi);
+        a.other_slice[k] = t.pitch(qi) * t.allocated().size().y;
+        a.word[k] = word_for(esize, 0);
+      } else {
+        a.other[k] = packed + offset;
+        a.word[k] = word_for(esize, static_cast<int64_t>(reinterpret_cast<uintptr_t>(packed + offset)));
+      }
+      offset += n.volume() * esize;
+    }
+    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, a, d.stream)));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status device_allocate(DomainImpl& d) {
+  int device = 0;
+  if (!runtime::gpu_enabled())
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process has no usable GPU (no driver, no "
+                              "device, or DTMPI_CUDA=off)"};
+  DTMPI_CUDA_CHECK(cudaGetDevice(&device));
+  cudaStream_t stream = nullptr;
+  DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  d.stream = stream;
+  for (Subdomain& s : d.subs) {
+    Access::device(s) = device;
+    const Dim3 a = s.allocated().size();
+    for (const QuantityInfo& q : d.quantities) {
+      const int64_t pitch = (a.x * static_cast<int64_t>(q.size) + kDeviceRowAlign - 1) / kDeviceRowAlign * kDeviceRowAlign;
+      const size_t bytes = static_cast<size_t>(pitch * a.y * a.z);
+      for (auto* list : {&Access::current(s), &Access::next(s)}) {
+        void* p = nullptr;
+        DTMPI_CUDA_CHECK(cudaMalloc(&p, bytes));
+        list->push_back(p);
+        DTMPI_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
+      }
+      Access::pitch(s).push_back(pitch);
+    }
+  }
+  for (Peer& p : d.peers) {
+    const size_t sb = static_cast<size_t>(std::max<int64_t>(p.send_bytes, 1));
+    const size_t rb = static_cast<size_t>(std::max<int64_t>(p.recv_bytes, 1));
+    DTMPI_CUDA_CHECK(cudaMalloc(&p.send_device, sb));
+    DTMPI_CUDA_CHECK(cudaMalloc(&p.recv_device, rb));
+    DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.send_host), sb));
+    DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.recv_host), rb));
+  }
+  DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return ok_status();
+}
+
+void device_release(DomainImpl& d) noexcept {
+  if (d.stream) cudaStreamSynchronize(stream_of(d));
+  for (Subdomain& s : d.subs) {
+    for (void* p : Access::current(s)) cudaFree(p);
+    for (void* p : Access::next(s)) cudaFree(p);
+    Access::current(s).clear();
+    Access::next(s).clear();
+  }
+  for (Peer& p : d.peers) {
+    cudaFree(p.send_device);
+    cudaFree(p.recv_device);
+    cudaFreeHost(p.send_host);
+    cudaFreeHost(p.recv_host);
+    p.send_device = p.recv_device = nullptr;
+    p.send_host = p.recv_host = nullptr;
+  }
+  if (d.stream) cudaStreamDestroy(stream_of(d));
+  d.stream = nullptr;
+  cudaGetLastError();  // nothing to report from a release
+}
+
+Status device_pack(DomainImpl& d) {
+  for (Peer& p : d.peers) {
+    char* out = static_cast<char*>(p.send_device);
+    for (const Region& r : p.send) {
+      DTMPI_TRY(move(d, device::Move::kPack, r, out, nullptr));
+      out += d.region_bytes(r);
+    }
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
+                                     cudaMemcpyDeviceToHost, stream_of(d)));
+  }
+  // the messages leave from host memory: their bytes must be there first
+  DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));
+  return ok_status();
+}
+
+Status device_copy_local(DomainImpl& d) {
+  // queued behind the packs; finish_exchange() waits for the stream
+  for (const LocalCopy& c : d.copies) DTMPI_TRY(move(d, device::Move::kCopy, c.from, nullptr, &c.to));
+  return ok_status();
+}
+
+Status device_unpack(DomainImpl& d) {
+  for (Peer& p : d.peers) {
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(p.recv_bytes),
+                                     cudaMemcpyHostToDevice, stream_of(d)));
+    char* in = static_cast<char*>(p.recv_device);
+    for (const Region& r : p.recv) {
+      DTMPI_TRY(move(d, device::Move::kUnpack, r, in, nullptr));
+      in += d.region_bytes(r);
+    }
+  }
+  DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));
+  return ok_status();
+}
+
+}  // namespace dtmpi::stencil

@@ -1,0 +1,19 @@
+// Device-memory domains in a build without CUDA: realize() reports it.
+#include <mpi.h>
+
+#include "stencil/domain_impl.hpp"
+
+namespace dtmpi::stencil {
+namespace {
+Error no_cuda() {
+  return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice needs dtmpi built with CUDA (DTMPI_CUDA=ON)"};
+}
+}  // namespace
+
+Status device_allocate(DomainImpl&) { return no_cuda(); }
+void device_release(DomainImpl&) noexcept {}
+Status device_pack(DomainImpl&) { return no_cuda(); }
+Status device_copy_local(DomainImpl&) { return no_cuda(); }
+Status device_unpack(DomainImpl&) { return no_cuda(); }
+
+}  // namespace dtmpi::stencil

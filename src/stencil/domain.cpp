@@ -1,0 +1,314 @@
+// DistributedDomain: configuration, realize() (validated collectively, so
+// that bad input fails on every rank with the same message instead of
+// leaving some ranks waiting), the subdomains' regions.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "base/system_mpi.hpp"
+#include "runtime/config.hpp"
+#include "stencil/domain_impl.hpp"
+#include "topology/placement.hpp"
+
+namespace dtmpi::stencil {
+namespace {
+
+// Every message names the library: errors from below (CUDA, MPI) get the prefix.
+std::string named(const std::string& what) {
+  return what.rfind("dtmpi::stencil", 0) == 0 ? what : "dtmpi::stencil: " + what;
+}
+[[noreturn]] void fail(const Error& e) { throw StencilError(named(e.what)); }
+template <class T>
+void check(const Result<T>& s) {
+  if (!s) fail(s.error());
+}
+std::string text(Dim3 v) { return std::to_string(v.x) + "x" + std::to_string(v.y) + "x" + std::to_string(v.z); }
+
+// Everything realize() depends on, as text: ranks compare it before anything
+// else, so a mismatch is one clear message instead of a hang or wrong data.
+std::string signature(const DomainImpl& d) {
+  std::string s = "extent " + text(d.extent) + ", radius";
+  for (int a = 0; a < 3; ++a) s += " " + std::to_string(d.radius.low(a)) + "/" + std::to_string(d.radius.high(a));
+  s += std::string(", periodic ") + (d.periodic[0] ? "x" : "-") + (d.periodic[1] ? "y" : "-") + (d.periodic[2] ? "z" : "-");
+  s += d.memory == Memory::kHost ? ", host" : ", device";
+  s += ", " + std::to_string(d.per_rank) + " subdomain(s) per rank, quantities [";
+  for (size_t i = 0; i < d.quantities.size(); ++i) {
+    s += (i ? ", " : "") + d.quantities[i].name + ":" + std::to_string(d.quantities[i].size) + "B";
+    if (const auto& r = d.quantities[i].radius)
+      for (int a = 0; a < 3; ++a) s += (a ? "," : " radius ") + std::to_string(r->low(a)) + "/" + std::to_string(r->high(a));
+  }
+  return s + "]";
+}
+
+// Collective: every rank's signature; an Error on every rank unless all agree.
+Status same_everywhere(const DomainImpl& d) {
+  constexpr size_t kLen = 1024;
+  std::string mine = signature(d);
+  if (mine.size() > kLen - 1) {  // too long to send whole: its hash decides, its start is shown
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : mine) h = (h ^ c) * 1099511628211ull;
+    const std::string tag = " ... (hash " + std::to_string(h) + ")";
+    mine = mine.substr(0, kLen - 1 - tag.size()) + tag;
+  }
+  mine.resize(kLen - 1, ' ');
+  std::vector<char> all(kLen * static_cast<size_t>(d.size));
+  DTMPI_MPI_CHECK(REAL(MPI_Allgather)(mine.c_str(), static_cast<int>(kLen), MPI_CHAR, all.data(), static_cast<int>(kLen),
+                                      MPI_CHAR, d.user_comm));
+  auto of = [&](int r) {
+    std::string s(all.data() + static_cast<size_t>(r) * kLen);
+    return s.erase(s.find_last_not_of(' ') + 1);
+  };
+  for (int r = 1; r < d.size; ++r)
+    if (std::strcmp(all.data(), all.data() + static_cast<size_t>(r) * kLen) != 0)
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: realize() called with different configurations: rank 0 has " + of(0) +
+                                    "; rank " + std::to_string(r) + " has " + of(r)};
+  return ok_status();
+}
+
+// Checks that depend only on the (now identical) configuration.
+Status valid(const DomainImpl& d) {
+  static const char* kAxis = "xyz";
+  if (d.quantities.empty()) return Error{MPI_ERR_ARG, "dtmpi::stencil: realize() with no quantity added"};
+  if (d.per_rank < 1)
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: " + std::to_string(d.per_rank) + " subdomains per rank; at least 1"};
+  for (int a = 0; a < 3; ++a)
+    if (d.radius.low(a) < 0 || d.radius.high(a) < 0)
+      return Error{MPI_ERR_ARG, std::string("dtmpi::stencil: negative radius along ") + kAxis[a]};
+  for (const QuantityInfo& q : d.quantities)
+    if (q.radius)
+      for (int a = 0; a < 3; ++a)
+        if (q.radius->low(a) < 0 || q.radius->high(a) < 0 || q.radius->low(a) > d.radius.low(a) ||
+            q.radius->high(a) > d.radius.high(a))
+          return Error{MPI_ERR_ARG, "dtmpi::stencil: quantity '" + q.name + "' has radius " +
+                                        std::to_string(q.radius->low(a)) + "/" + std::to_string(q.radius->high(a)) +
+                                        " along " + kAxis[a] + ", outside 0.." + std::to_string(d.radius.low(a)) + "/" +
+                                        std::to_string(d.radius.high(a)) + " (the domain's radius there)"};
+  return ok_status();
+}
+
+Status radius_fits(const DomainImpl& d) {
+  static const char* kAxis = "xyz";
+  const Partition& p = *d.partition;
+  for (int a = 0; a < 3; ++a) {
+    const int r = std::max(d.radius.low(a), d.radius.high(a));
+    if (r > p.min_extent(a))
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: radius " + std::to_string(r) + " along " + kAxis[a] +
+                                    " is larger than the smallest subdomain there (" + std::to_string(p.min_extent(a)) +
+                                    " points: extent " + std::to_string(d.extent[a]) + " in " +
+                                    std::to_string(p.grid()[a]) + " subdomains); use a larger extent, fewer ranks or a smaller radius"};
+  }
+  return ok_status();
+}
+
+// The nodes (MPI_COMM_TYPE_SHARED, or DTMPI_RANKS_PER_NODE consecutive ranks)
+// and the ranks of each, in rank order; every node must have as many.
+Status node_ranks(const DomainImpl& d, std::vector<std::vector<int>>& nodes) {
+  std::vector<int> node_of;
+  DTMPI_TRY(topology::node_of_ranks(d.user_comm, static_cast<int>(runtime::config().ranks_per_node), node_of));
+  std::map<int, std::vector<int>> by_leader;
+  for (int r = 0; r < d.size; ++r) by_leader[node_of[static_cast<size_t>(r)]].push_back(r);
+  for (auto& [leader, ranks] : by_leader) nodes.push_back(ranks);
+  for (const auto& n : nodes)
+    if (n.size() != nodes.front().size())
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: the nodes have different numbers of ranks (" +
+                                    std::to_string(nodes.front().size()) + " and " + std::to_string(n.size()) +
+                                    "); the partition needs the same number on every node"};
+  return ok_status();
+}
+
+}  // namespace
+
+DomainImpl::~DomainImpl() {
+  // an exchange left in flight (an exception between start and finish, or
+  // inside start): its receives are cancelled and its sends completed before
+  // the buffers they use are released
+  if (in_flight) {
+    for (size_t i = 0; i < peers.size(); ++i)
+      if (requests[i] != MPI_REQUEST_NULL) REAL(MPI_Cancel)(&requests[i]);
+    REAL(MPI_Waitall)(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  }
+  if (realized) release_storage(*this);
+  if (comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&comm);
+}
+
+Box Subdomain::allocated() const {
+  Box b = box_;
+  for (int a = 0; a < 3; ++a) {
+    b.lo[a] -= radius_.low(a);
+    b.hi[a] += radius_.high(a);
+  }
+  return b;
+}
+
+Box Subdomain::interior() const {
+  Box b = box_;
+  for (int a = 0; a < 3; ++a) {
+    b.lo[a] += radius_.low(a);  // a point reads low(a) points below it and high(a) above
+    b.hi[a] -= radius_.high(a);
+    if (b.hi[a] < b.lo[a]) b.hi[a] = b.lo[a];
+  }
+  return b;
+}
+
+std::vector<Box> Subdomain::exterior() const {
+  // box() minus interior(): slabs along z, then y, then x of what remains
+  std::vector<Box> out;
+  const Box in = interior();
+  Box rest = box_;
+  for (int a = 2; a >= 0; --a) {
+    Box below = rest, above = rest;
+    below.hi[a] = std::max(in.lo[a], rest.lo[a]);
+    above.lo[a] = std::min(std::max(in.hi[a], below.hi[a]), rest.hi[a]);
+    if (!below.empty()) out.push_back(below);
+    if (!above.empty()) out.push_back(above);
+    rest.lo[a] = below.hi[a];
+    rest.hi[a] = above.lo[a];
+  }
+  return out;
+}
+
+DistributedDomain::DistributedDomain(MPI_Comm comm, Dim3 extent) : impl_(std::make_unique<DomainImpl>()) {
+  impl_->user_comm = comm;
+  impl_->extent = extent;
+}
+
+DistributedDomain::~DistributedDomain() = default;
+
+namespace {
+void before_realize(const DomainImpl& d, const char* what) {
+  if (d.realized) throw StencilError(std::string("dtmpi::stencil: ") + what + " after realize()");
+}
+void after_realize(const DomainImpl& d, const char* what) {
+  if (!d.realized) throw StencilError(std::string("dtmpi::stencil: ") + what + " before realize()");
+}
+}  // namespace
+
+DistributedDomain& DistributedDomain::set_radius(int r) { return set_radius(Radius::uniform(r)); }
+DistributedDomain& DistributedDomain::set_radius(const Radius& r) {
+  before_realize(*impl_, "set_radius()");
+  impl_->radius = r;  // validated by realize(), collectively
+  return *this;
+}
+DistributedDomain& DistributedDomain::set_periodic(bool x, bool y, bool z) {
+  before_realize(*impl_, "set_periodic()");
+  impl_->periodic = {x, y, z};
+  return *this;
+}
+DistributedDomain& DistributedDomain::set_memory(Memory m) {
+  before_realize(*impl_, "set_memory()");
+  impl_->memory = m;
+  return *this;
+}
+DistributedDomain& DistributedDomain::set_subdomains_per_rank(int n) {
+  before_realize(*impl_, "set_subdomains_per_rank()");
+  impl_->per_rank = n;
+  return *this;
+}
+int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius) {
+  before_realize(*impl_, "add_quantity()");
+  impl_->quantities.push_back({name, size, align, {}});
+  if (radius) impl_->quantities.back().radius = *radius;  // validated by realize()
+  return static_cast<int>(impl_->quantities.size() - 1);
+}
+
+void DistributedDomain::realize() {
+  DomainImpl& d = *impl_;
+  before_realize(d, "realize()");
+  // a realize() that failed before may have left a partial partition behind
+  d.partition.reset();
+  d.owner.clear();
+  d.subs.clear();
+  d.copies.clear();
+  d.peers.clear();
+  REAL(MPI_Comm_rank)(d.user_comm, &d.rank);
+  REAL(MPI_Comm_size)(d.user_comm, &d.size);
+  check(same_everywhere(d));
+  check(valid(d));
+  std::vector<std::vector<int>> nodes;
+  check(node_ranks(d, nodes));
+  const int ranks_per_node = static_cast<int>(nodes.front().size());
+  auto part = Partition::make(d.extent, static_cast<int>(nodes.size()), ranks_per_node * d.per_rank);
+  check(part);
+  d.partition = part.value();
+  check(radius_fits(d));
+  const Partition& p = *d.partition;
+  d.owner.resize(static_cast<size_t>(p.count()));
+  for (int id = 0; id < p.count(); ++id) {
+    const int node = p.node_of(id), local = id % p.per_node();
+    d.owner[static_cast<size_t>(id)] = nodes[static_cast<size_t>(node)][static_cast<size_t>(local / d.per_rank)];
+    if (d.owner[static_cast<size_t>(id)] == d.rank) {
+      const Dim3 g = p.index_of(id);
+      d.subs.push_back(Access::make(id, g, p.box(g), d.radius));
+    }
+  }
+  // the plan and the allocation can fail on one rank only: agree before
+  // anyone goes on, and name the first rank that failed everywhere
+  Status local = build_plan(d);
+  if (local) local = allocate_storage(d);
+  d.realized = true;  // from here the destructor releases what was allocated
+  int bad = local ? d.size : d.rank, first_bad = 0;
+  check(DTMPI_MPI_STATUS(REAL(MPI_Allreduce)(&bad, &first_bad, 1, MPI_INT, MPI_MIN, d.user_comm)));
+  if (first_bad < d.size) {
+    release_storage(d);
+    d.realized = false;
+    throw StencilError(local ? "dtmpi::stencil: realize() failed on rank " + std::to_string(first_bad) +
+                                   " (its message says why)"
+                               : named(local.error().what) + " (rank " + std::to_string(d.rank) + ")");
+  }
+  check(DTMPI_MPI_STATUS(REAL(MPI_Comm_dup)(d.user_comm, &d.comm)));
+  REAL(MPI_Comm_set_errhandler)(d.comm, MPI_ERRORS_RETURN);
+}
+
+bool DistributedDomain::realized() const { return impl_->realized; }
+std::vector<Subdomain>& DistributedDomain::subdomains() {
+  after_realize(*impl_, "subdomains()");
+  return impl_->subs;
+}
+Dim3 DistributedDomain::extent() const { return impl_->extent; }
+Dim3 DistributedDomain::node_grid() const {
+  after_realize(*impl_, "node_grid()");
+  return impl_->partition->node_grid();
+}
+Dim3 DistributedDomain::local_grid() const {
+  after_realize(*impl_, "local_grid()");
+  return impl_->partition->local_grid();
+}
+Dim3 DistributedDomain::grid() const {
+  after_realize(*impl_, "grid()");
+  return impl_->partition->grid();
+}
+int DistributedDomain::nodes() const {
+  after_realize(*impl_, "nodes()");
+  return impl_->partition->nodes();
+}
+Box DistributedDomain::box_of(Dim3 g) const {
+  after_realize(*impl_, "box_of()");
+  return impl_->partition->box(g);
+}
+int DistributedDomain::owner_of(Dim3 g) const {
+  after_realize(*impl_, "owner_of()");
+  return impl_->owner.at(static_cast<size_t>(impl_->partition->id_of(g)));
+}
+ExchangeStats DistributedDomain::stats() const {
+  after_realize(*impl_, "stats()");
+  ExchangeStats s;
+  s.peers = static_cast<int>(impl_->peers.size());
+  for (const Peer& p : impl_->peers) {
+    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes});
+    s.messages += p.send.empty() ? 0 : 1;
+    s.mpi_bytes += p.send_bytes;
+  }
+  s.local_copies = static_cast<int64_t>(impl_->copies.size());
+  for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from);
+  return s;
+}
+
+void DistributedDomain::swap() {
+  after_realize(*impl_, "swap()");
+  if (impl_->in_flight) throw StencilError("dtmpi::stencil: swap() while an exchange is in flight");
+  for (Subdomain& s : impl_->subs) std::swap(Access::current(s), Access::next(s));
+}
+
+}  // namespace dtmpi::stencil

@@ -1,0 +1,114 @@
+// The state behind DistributedDomain (include/dtmpi/stencil.hpp): the
+// configuration, the partition, this rank's subdomains and the exchange plan
+// realize() builds once; the exchange replays the plan (plan.cpp builds it,
+// exchange.cpp runs it, host.cpp / device.cu move the bytes).
+#pragma once
+#include <mpi.h>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "dtmpi/stencil.hpp"
+#include "stencil/partition.hpp"
+
+namespace dtmpi::stencil {
+
+struct QuantityInfo {
+  std::string name;
+  size_t size = 0, align = 0;
+  std::optional<Radius> radius;  // its own, else the domain's
+};
+
+// Grants the implementation the subdomains' private members.
+struct Access {
+  static Subdomain make(int id, Dim3 index, Box box, const Radius& r) {
+    Subdomain s;
+    s.id_ = id;
+    s.index_ = index;
+    s.box_ = box;
+    s.radius_ = r;
+    return s;
+  }
+  static std::vector<void*>& current(Subdomain& s) { return s.current_; }
+  static std::vector<void*>& next(Subdomain& s) { return s.next_; }
+  static std::vector<int64_t>& pitch(Subdomain& s) { return s.pitch_; }
+  static int& device(Subdomain& s) { return s.device_; }
+};
+
+// One direction's region of one of this rank's subdomains (`sub`: index into
+// subs), in global coordinates of that subdomain's allocation: `box` for the
+// domain's radius, `boxes[q]` for quantity q's (empty where q's stencil does
+// not reach that direction).
+struct Region {
+  int sub = 0;
+  Box box;
+  std::vector<Box> boxes;
+};
+
+// The same-rank copy of one direction: all quantities of `from` into `to`.
+struct LocalCopy {
+  Region from, to;
+};
+
+// Everything exchanged with one other rank: one message each way per
+// exchange, the directions in the same order on both sides (by sending
+// subdomain id, then direction), each direction all quantities in a row.
+struct Peer {
+  int rank = 0;
+  std::vector<Region> send, recv;
+  int64_t send_bytes = 0, recv_bytes = 0;
+  char* send_host = nullptr;  // what MPI sends / receives (pinned for device domains)
+  char* recv_host = nullptr;
+  void* send_device = nullptr;  // device domains: the packed bytes on the GPU
+  void* recv_device = nullptr;
+};
+
+struct DomainImpl {
+  MPI_Comm user_comm = MPI_COMM_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;  // duplicate at realize(): the exchange's own messages
+  int rank = 0, size = 1;
+  Dim3 extent;
+  Radius radius = Radius::uniform(1);
+  std::array<bool, 3> periodic{true, true, true};
+  Memory memory = Memory::kHost;
+  int per_rank = 1;
+  std::vector<QuantityInfo> quantities;
+
+  bool realized = false, in_flight = false;
+  std::optional<Partition> partition;
+  std::vector<int> owner;  // subdomain id -> rank
+  std::vector<Subdomain> subs;
+  std::vector<LocalCopy> copies;
+  std::vector<Peer> peers;
+  std::vector<MPI_Request> requests;
+  void* stream = nullptr;  // device domains: the cudaStream_t of the exchange
+
+  ~DomainImpl();
+  int64_t region_bytes(const Region& r) const;  // all quantities
+  const Radius& radius_of(size_t q) const { return quantities[q].radius ? *quantities[q].radius : radius; }
+};
+
+// The points a subdomain sends in direction `d`, and the ghost points its
+// neighbour receives them into (global coordinates of each one's allocation).
+Box send_box(const Box& owned, Dim3 d, const Radius& r);
+Box ghost_box(const Box& owned, Dim3 d, const Radius& r);
+
+// plan.cpp: the local copies and the peers' regions (after subs and owner).
+Status build_plan(DomainImpl& d);
+// host.cpp / device.cu: storage and the byte movement of each memory kind.
+Status allocate_storage(DomainImpl& d);
+void release_storage(DomainImpl& d) noexcept;
+Status pack_peers(DomainImpl& d);        // every peer's send bytes, ready for MPI
+Status copy_local(DomainImpl& d);        // the same-rank directions
+Status unpack_peers(DomainImpl& d);      // every peer's received bytes into the ghosts
+// device.cu (or device_nocuda.cpp)
+Status device_allocate(DomainImpl& d);
+void device_release(DomainImpl& d) noexcept;
+Status device_pack(DomainImpl& d);
+Status device_copy_local(DomainImpl& d);
+Status device_unpack(DomainImpl& d);
+
+}  // namespace dtmpi::stencil
