@@ -36,12 +36,13 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_GATED_UNPACK_MAX", "8388608",
      "device method between two GPUs: receives up to this many bytes are unpacked by a kernel that polls the "
      "sender's ready counter itself; larger ones (and all with 0) wait for it with a stream wait first"},
-    {"DTMPI_IPC_CHUNK_MIN", "0",
-     "device method: messages larger than DTMPI_GATED_UNPACK_MAX and of at least this many bytes are packed in up "
-     "to 4 chunks, each with its own ready value, and the receiver reads each chunk as soon as it is packed; 0: never"},
+    {"DTMPI_IPC_CHUNK_MIN", "8388608",
+     "device method: messages larger than DTMPI_GATED_UNPACK_MAX and of at least this many bytes, to a receiver "
+     "not known to share this GPU, are packed in up to 4 chunks, each with its own ready value, and the receiver "
+     "reads each chunk as soon as it is packed; 0: never"},
     {"DTMPI_BATCH_PACKS", "0",
      "1: the packs of non-blocking device-method sends are queued together (one kernel launch, one ready-counter "
-     "write) at the next MPI_Wait*/MPI_Test*, or by a helper thread 200 us later; 0 (default until measured on two GPUs): each send queues its own"},
+     "write) at the next MPI_Wait*/MPI_Test*, or by a helper thread 200 us later; 0 (default: no gain measured on two GPUs): each send queues its own"},
     {"DTMPI_PACK_ASYNC", "0",
      "1: MPI_Pack/MPI_Unpack between two device-memory buffers of one GPU return once the kernel is queued on the "
      "legacy default stream (CUDA library semantics: ordered before later legacy-stream, blocking-stream and dtmpi "
@@ -201,7 +202,7 @@ Config read_environment() {
   c.host_recv = choice("DTMPI_HOST_RECV", "auto", {"auto", "staged", "direct"});
   c.host_staging_max_block = number("DTMPI_HOST_STAGING_MAX_BLOCK", 512, 1, kMaxBytes, true);
   c.gated_unpack_max = number("DTMPI_GATED_UNPACK_MAX", int64_t{8} << 20, 0, kMaxBytes, true);
-  c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", 0, 0, kMaxBytes, true);
+  c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", int64_t{8} << 20, 0, kMaxBytes, true);
   c.batch_packs = flag("DTMPI_BATCH_PACKS", false);
   c.pack_async = flag("DTMPI_PACK_ASYNC", false);
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
@@ -222,6 +223,7 @@ TestHooks read_test_hooks() {
   t.managed_pool = flag("DTMPI_TEST_MANAGED_POOL", false);
   t.refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
   t.ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0, INT32_MAX, false);
+  t.chunk_same_gpu = flag("DTMPI_TEST_CHUNK_SAME_GPU", false);
   return t;
 }
 

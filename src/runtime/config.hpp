@@ -29,7 +29,7 @@ struct Config {
   int64_t gated_unpack_max = 8 << 20;    // DTMPI_GATED_UNPACK_MAX: largest receive unpacked by a polling kernel
   // DTMPI_IPC_CHUNK_MIN: device-method messages above gated_unpack_max and of
   // at least this many bytes are packed and read in chunks (0: never)
-  int64_t ipc_chunk_min = 0;
+  int64_t ipc_chunk_min = int64_t{8} << 20;
   // DTMPI_BATCH_PACKS: non-blocking device-method sends queue their packs as
   // one batch at the next MPI_Wait*/MPI_Test* (transport/batched_sends.hpp:
   // pack_later), for receivers that gate on another GPU only
@@ -70,6 +70,10 @@ struct TestHooks {
   // DTMPI_TEST_IPC_CACHE=N: at most N (>= 2) peer mappings kept open
   // (default 64), so that closing mappings is exercised
   int64_t ipc_cache = 0;
+  // DTMPI_TEST_CHUNK_SAME_GPU=1: device-method messages are chunked
+  // (DTMPI_IPC_CHUNK_MIN) to receivers on this GPU too, so that one GPU
+  // exercises the chunked protocol
+  bool chunk_same_gpu = false;
 };
 
 struct VariableDoc {

@@ -273,10 +273,15 @@ bool may_announce_early(const UserBuffer& b, bool synchronous) {
 
 // Large device-method messages are packed in chunks (DTMPI_IPC_CHUNK_MIN):
 // above the gated size the receiver waits with stream waits, which it can
-// place between the reads of the chunks.
-bool chunked(int64_t bytes) {
+// place between the reads of the chunks. Not to a receiver known to share
+// this GPU: there the chunks' packs and reads take turns on one GPU, and
+// 64 MiB took 1.15-1.8x longer chunked (2 ranks on one H100, 2026-11-26),
+// where a receiver on another GPU gained 5-10% (2 x H100,
+// bench/results/gpu-toggles-2xh100-2026-11-26.txt).
+bool chunked(int64_t bytes, int receiver_world) {
   const auto& c = rt::config();
-  return c.ipc_chunk_min > 0 && bytes >= c.ipc_chunk_min && bytes > c.gated_unpack_max;
+  return c.ipc_chunk_min > 0 && bytes >= c.ipc_chunk_min && bytes > c.gated_unpack_max &&
+         (rt::test_hooks().chunk_same_gpu || !shares_gpu_with(receiver_world));
 }
 
 // The device method from GPU memory: the receiver's kernel reads tail.device
@@ -305,7 +310,7 @@ Status send_over_ipc(const UserBuffer& b, SendTail& tail, Descriptor& d, int des
   // chunk: a reserved value where the descriptor may go first, else raised
   // after the pack (an interprocess event where counters are unavailable)
   int64_t ends[kMaxChunks] = {b.bytes};
-  int chunks = chunked(b.bytes) ? chunk_ends(b.bytes, ends) : 1;
+  int chunks = chunked(b.bytes, d.receiver_world) ? chunk_ends(b.bytes, ends) : 1;
   const bool early = may_announce_early(b, synchronous);
   auto first = chunks > 1 || early ? ipc_signal_reserve(device, chunks)
                                    : Result<IpcSignal>(Error{kErrUnsupported, "in order"});
