@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 #include <cstring>
+#include <vector>
 
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
@@ -77,9 +78,42 @@ Status combine(unsigned char* target, const unsigned char* origin, int64_t bytes
     return ok_status();
   }
   int el_size = 0;
+  MPI_Aint lb = 0, extent = 0;
   DTMPI_MPI_CHECK(REAL(MPI_Type_size)(el, &el_size));
+  DTMPI_MPI_CHECK(REAL(MPI_Type_get_extent)(el, &lb, &extent));
   if (el_size <= 0 || bytes % el_size != 0) return Error{MPI_ERR_TYPE, "accumulate data not whole elements"};
-  DTMPI_MPI_CHECK(REAL(MPI_Reduce_local)(origin, target, static_cast<int>(bytes / el_size), el, op));
+  const int64_t n = bytes / el_size;
+  if (extent == el_size && lb == 0) {
+    DTMPI_MPI_CHECK(REAL(MPI_Reduce_local)(origin, target, static_cast<int>(n), el, op));
+    return ok_status();
+  }
+  // the pair types of MINLOC/MAXLOC (MPI_DOUBLE_INT: 12 bytes of data, extent
+  // 16; MPI_SHORT_INT, MPI_LONG_INT, MPI_LONG_DOUBLE_INT): the packed elements
+  // lie size bytes apart, MPI_Reduce_local reads them extent bytes apart --
+  // each is laid out as its C struct first (found by MPICH's test
+  // rma/acc_pairtype: every element past the first was wrong). The only
+  // predefined types whose size is not their extent: {value; int}, the int
+  // at the value's size rounded up to an int's alignment.
+  const bool pair = el == MPI_DOUBLE_INT || el == MPI_SHORT_INT || el == MPI_LONG_INT || el == MPI_LONG_DOUBLE_INT ||
+                    el == MPI_FLOAT_INT || el == MPI_2INT;
+  const int64_t value_bytes = el_size - static_cast<int64_t>(sizeof(int));
+  const int64_t int_at = (value_bytes + alignof(int) - 1) / alignof(int) * alignof(int);
+  if (!pair || lb != 0 || int_at + static_cast<int64_t>(sizeof(int)) > extent)
+    return Error{MPI_ERR_TYPE, "an accumulate element type whose size is not its extent"};
+  std::vector<unsigned char> in(static_cast<size_t>(n * extent)), out(in.size());
+  const auto spread = [&](const unsigned char* packed, unsigned char* laid) {
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(laid + i * extent, packed + i * el_size, static_cast<size_t>(value_bytes));
+      std::memcpy(laid + i * extent + int_at, packed + i * el_size + value_bytes, sizeof(int));
+    }
+  };
+  spread(origin, in.data());
+  spread(target, out.data());
+  DTMPI_MPI_CHECK(REAL(MPI_Reduce_local)(in.data(), out.data(), static_cast<int>(n), el, op));
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(target + i * el_size, out.data() + i * extent, static_cast<size_t>(value_bytes));
+    std::memcpy(target + i * el_size + value_bytes, out.data() + i * extent + int_at, sizeof(int));
+  }
   return ok_status();
 }
 
