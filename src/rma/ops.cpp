@@ -182,6 +182,11 @@ Status accumulate(Window& w, Side o, TargetSide t, MPI_Op op, MPI_Request* reque
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   auto pp = plan_pair(w, o, t);
   if (!pp) return pp.error();
+  // nothing moves: no element types to match (MPICH's rma/badrma), the op still checked
+  if (pp.value().bytes == 0) {
+    if (op_index(op) < 0) return Error{MPI_ERR_OP, "one-sided accumulate with an op that is not predefined"};
+    return make_request(w, t.rank, 0, request);
+  }
   auto codes = accumulate_codes(o.type, t.type, op, true);
   if (!codes) return codes.error();
   auto direct = direct_accumulate(w, o, nullptr, t, op, type_at(codes.value().first), pp.value().origin.get(),
@@ -215,6 +220,10 @@ Status get_accumulate(Window& w, Side o, Side result, TargetSide t, MPI_Op op, M
   if (!rplan) return rplan.error();
   if (rplan.value()->size * result.count != pp.value().bytes)
     return Error{MPI_ERR_TYPE, "get_accumulate: result and target datatypes hold different amounts of data"};
+  if (pp.value().bytes == 0) {  // as accumulate
+    if (op_index(op) < 0) return Error{MPI_ERR_OP, "one-sided accumulate with an op that is not predefined"};
+    return make_request(w, t.rank, 0, request);
+  }
   auto codes = accumulate_codes(o.type, t.type, op, !no_op);
   if (!codes) return codes.error();
   auto direct = direct_accumulate(w, o, &result, t, op, type_at(codes.value().first), pp.value().origin.get(),

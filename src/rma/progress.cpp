@@ -42,10 +42,23 @@ Result<Located> locate(Window& w, int64_t disp, const type::PackPlan& plan, int6
   if (w.flavor == Flavor::kDynamic) {
     const uintptr_t a = static_cast<uintptr_t>(disp);
     if (!touches) return Located{reinterpret_cast<char*>(a), runtime::PointerInfo{}};
-    for (const Region& r : w.regions)
-      if (a + static_cast<uintptr_t>(lo) >= r.base && a + static_cast<uintptr_t>(hi) <= r.base + static_cast<uintptr_t>(r.bytes))
-        return Located{reinterpret_cast<char*>(a), r.info};
-    return Error{MPI_ERR_RMA_RANGE, "a one-sided access outside the memory attached to a dynamic window"};
+    // every byte of [a + lo, a + hi) attached, possibly by several adjacent
+    // regions of one memory kind (MPICH's rma/win_dynamic_rma_flush_get
+    // attaches two halves of one array and accesses across the seam)
+    uintptr_t at = a + static_cast<uintptr_t>(lo);
+    const uintptr_t end = a + static_cast<uintptr_t>(hi);
+    const Region* first = nullptr;
+    while (true) {
+      const Region* covering = nullptr;
+      for (const Region& r : w.regions)
+        if (at >= r.base && at < r.base + static_cast<uintptr_t>(r.bytes)) covering = &r;
+      if (!covering || (first && (covering->info.kind != first->info.kind || covering->info.device != first->info.device)))
+        return Error{MPI_ERR_RMA_RANGE, "a one-sided access outside the memory attached to a dynamic window"};
+      if (!first) first = covering;
+      at = covering->base + static_cast<uintptr_t>(covering->bytes);
+      if (at >= end) break;
+    }
+    return Located{reinterpret_cast<char*>(a), first->info};
   }
   const int64_t off = disp * w.disp_unit;
   if (touches && (off + lo < 0 || off + hi > static_cast<int64_t>(w.bytes)))

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <initializer_list>
 
 namespace {
 
@@ -59,6 +60,11 @@ int main(int argc, char** argv) {
          MPI_ERR_OP);
   MPI_Op_free(&op);
   expect(rank, "a good put in the same epoch", MPI_Put(buf, 1, MPI_INT, peer, 0, 1, MPI_INT, win), MPI_SUCCESS);
+  // nothing moves: no element types to match (MPICH's rma/badrma)
+  expect(rank, "accumulate of 0 ints into 0 doubles", MPI_Accumulate(buf, 0, MPI_INT, peer, 0, 0, MPI_DOUBLE,
+                                                                     MPI_SUM, win), MPI_SUCCESS);
+  expect(rank, "get_accumulate of 0 ints into 0 doubles",
+         MPI_Get_accumulate(buf, 0, MPI_INT, buf, 0, MPI_INT, peer, 0, 0, MPI_DOUBLE, MPI_SUM, win), MPI_SUCCESS);
   MPI_Win_fence(0, win);
   MPI_Aint qsize = 0;
   int qunit = 0;
@@ -79,6 +85,36 @@ int main(int argc, char** argv) {
          MPI_Put(buf, 1, MPI_INT, peer, 0, 1, MPI_INT, MPI_WIN_NULL), MPI_ERR_WIN);
   MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
   expect(rank, "put after a closing fence", MPI_Put(buf, 1, MPI_INT, peer, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+  MPI_Win_free(&win);
+
+  // a dynamic window: an access across two adjacent attached regions is
+  // inside (MPICH's rma/win_dynamic_rma_flush_get), one into a gap is not
+  int dyn[32] = {};
+  MPI_Aint dyn_at = 0;
+  MPI_Get_address(dyn, &dyn_at);
+  MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+  MPI_Win_attach(win, dyn, 8 * sizeof(int));
+  MPI_Win_attach(win, dyn + 8, 8 * sizeof(int));
+  MPI_Win_attach(win, dyn + 20, 8 * sizeof(int));  // dyn[16..20) is not attached
+  MPI_Aint peer_at = 0;
+  MPI_Sendrecv(&dyn_at, 1, MPI_AINT, (rank + size - 1) % size, 0, &peer_at, 1, MPI_AINT, peer, 0, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  MPI_Win_fence(0, win);
+  expect(rank, "put across two adjacent attached regions",
+         MPI_Put(buf, 4, MPI_INT, peer, peer_at + 6 * static_cast<MPI_Aint>(sizeof(int)), 4, MPI_INT, win),
+         MPI_SUCCESS);
+  MPI_Win_fence(0, win);
+  expect(rank, "the put's bytes arrived", dyn[6] == 1 && dyn[7] == 2 && dyn[8] == 3 && dyn[9] == 4 ? 0 : 1, 0);
+  MPI_Win_fence(0, win);
+  // the origin cannot know a dynamic window's regions: the target finds the
+  // put outside them and reports it at its next synchronization
+  expect(rank, "put into memory not attached (origin)",
+         MPI_Put(buf, 4, MPI_INT, peer, peer_at + 14 * static_cast<MPI_Aint>(sizeof(int)), 4, MPI_INT, win),
+         MPI_SUCCESS);
+  expect(rank, "put into memory not attached (target's fence)", MPI_Win_fence(0, win), MPI_ERR_RMA_RANGE);
+  expect(rank, "no byte of it written", dyn[14] == 0 && dyn[15] == 0 ? 0 : 1, 0);
+  for (int* region : {dyn, dyn + 8, dyn + 20}) MPI_Win_detach(win, region);
   MPI_Win_free(&win);
   int all = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
