@@ -93,6 +93,11 @@
   X(MPI_Ineighbor_alltoallv) \
   X(MPI_Ineighbor_alltoallw) \
   X(MPI_Info_create) \
+  X(MPI_Info_get_nkeys) \
+  X(MPI_Info_get_nthkey) \
+  X(MPI_Info_get_valuelen) \
+  X(MPI_Info_get) \
+  X(MPI_Info_set) \
   X(MPI_Init) \
   X(MPI_Init_thread) \
   X(MPI_Iprobe) \

@@ -13,13 +13,22 @@
 namespace rma = dtmpi::rma;
 using dtmpi::interpose::result;
 
+namespace {
+// A window dtmpi made (`made`, then *win): keeps the creation's info hints.
+dtmpi::Status with_hints(dtmpi::Status made, const MPI_Win* win, MPI_Info info) {
+  if (!made) return made;
+  rma::Window* w = rma::find(*win);
+  return w ? rma::note_hints(*w, info) : made;
+}
+}  // namespace
+
 DTMPI_EXPORT int MPI_Win_create(void* base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                                 MPI_Win* win) {
   if (!dtmpi::runtime::active()) return REAL(MPI_Win_create)(base, size, disp_unit, info, comm, win);
   auto serve = rma::serve_create(base, size, comm);
   if (!serve) return result(comm, serve.error());
   if (!serve.value()) return REAL(MPI_Win_create)(base, size, disp_unit, info, comm, win);
-  return result(comm, rma::create(base, size, disp_unit, comm, rma::Flavor::kCreate, win));
+  return result(comm, with_hints(rma::create(base, size, disp_unit, comm, rma::Flavor::kCreate, win), win, info));
 }
 
 DTMPI_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr,
@@ -30,7 +39,7 @@ DTMPI_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, M
   auto serve = rma::serve_allocate(comm);
   if (!serve) return result(comm, serve.error());
   if (!serve.value()) return REAL(MPI_Win_allocate)(size, disp_unit, info, comm, baseptr, win);
-  return result(comm, rma::allocate(size, disp_unit, comm, baseptr, win));
+  return result(comm, with_hints(rma::allocate(size, disp_unit, comm, baseptr, win), win, info));
 }
 
 DTMPI_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win* win) {
@@ -38,7 +47,7 @@ DTMPI_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win* w
   auto serve = rma::serve_dynamic(comm);
   if (!serve) return result(comm, serve.error());
   if (!serve.value()) return REAL(MPI_Win_create_dynamic)(info, comm, win);
-  return result(comm, rma::create(nullptr, 0, 1, comm, rma::Flavor::kDynamic, win));
+  return result(comm, with_hints(rma::create(nullptr, 0, 1, comm, rma::Flavor::kDynamic, win), win, info));
 }
 
 DTMPI_EXPORT int MPI_Win_attach(MPI_Win win, void* base, MPI_Aint size) {
@@ -140,12 +149,12 @@ DTMPI_EXPORT int MPI_Win_call_errhandler(MPI_Win win, int code) {
 }
 
 DTMPI_EXPORT int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
-  if (rma::find(win)) return MPI_SUCCESS;  // no hint changes how dtmpi serves a window
+  if (rma::Window* w = rma::find(win)) return result(*w, rma::note_hints(*w, info));  // kept, none changes how dtmpi serves
   return REAL(MPI_Win_set_info)(win, info);
 }
 
 DTMPI_EXPORT int MPI_Win_get_info(MPI_Win win, MPI_Info* info) {
-  if (rma::Window* w = rma::find(win)) return result(*w, DTMPI_MPI_STATUS(REAL(MPI_Info_create)(info)));
+  if (rma::Window* w = rma::find(win)) return result(*w, rma::get_info(*w, info));
   return REAL(MPI_Win_get_info)(win, info);
 }
 

@@ -373,6 +373,39 @@ namespace {
 bool predefined(MPI_Errhandler e) { return e == MPI_ERRORS_RETURN || e == MPI_ERRORS_ARE_FATAL; }
 }  // namespace
 
+Status note_hints(Window& w, MPI_Info info) {
+  if (info == MPI_INFO_NULL) return ok_status();
+  int n = 0;
+  DTMPI_MPI_CHECK(REAL(MPI_Info_get_nkeys)(info, &n));
+  for (int i = 0; i < n; ++i) {
+    char key[MPI_MAX_INFO_KEY + 1] = {};
+    DTMPI_MPI_CHECK(REAL(MPI_Info_get_nthkey)(info, i, key));
+    int len = 0, flag = 0;
+    DTMPI_MPI_CHECK(REAL(MPI_Info_get_valuelen)(info, key, &len, &flag));
+    if (!flag) continue;
+    std::string value(static_cast<size_t>(len) + 1, '\0');
+    DTMPI_MPI_CHECK(REAL(MPI_Info_get)(info, key, len + 1, value.data(), &flag));
+    value.resize(static_cast<size_t>(len));
+    w.hints[key] = value;
+  }
+  return ok_status();
+}
+
+Status get_info(const Window& w, MPI_Info* info) {
+  // dtmpi orders every accumulate and serves every op whatever the hints say:
+  // the defaults are what it does (MPI-3.1 sec. 11.2.1)
+  static const std::pair<const char*, const char*> kDefaults[] = {{"no_locks", "false"},
+                                                                   {"accumulate_ordering", "rar,raw,war,waw"},
+                                                                   {"accumulate_ops", "same_op_no_op"},
+                                                                   {"same_size", "false"},
+                                                                   {"same_disp_unit", "false"}};
+  DTMPI_MPI_CHECK(REAL(MPI_Info_create)(info));
+  for (const auto& [key, value] : kDefaults)
+    if (!w.hints.count(key)) DTMPI_MPI_CHECK(REAL(MPI_Info_set)(*info, key, value));
+  for (const auto& [key, value] : w.hints) DTMPI_MPI_CHECK(REAL(MPI_Info_set)(*info, key.c_str(), value.c_str()));
+  return ok_status();
+}
+
 Status set_errhandler(Window& w, MPI_Errhandler e) {
   if (predefined(e)) DTMPI_MPI_CHECK(REAL(MPI_Comm_set_errhandler)(w.errhandler_holder, e));
   w.errhandler = e;

@@ -145,6 +145,8 @@ struct Window {
   MPI_Comm errhandler_holder = MPI_COMM_NULL;
   std::string name;
   std::map<int, Attribute> attributes;
+  // the info hints given at creation and by MPI_Win_set_info (key -> value)
+  std::map<std::string, std::string> hints;
 };
 
 // The one lock of dtmpi's one-sided layer (recursive: progress runs inside
@@ -200,6 +202,12 @@ using ForeignErrhandlerCall = void (*)(void* fn, MPI_Win* win, int* code);
 void note_foreign_keyval(int keyval, ForeignDeleteCall call, void* fn, void* extra);
 void note_foreign_errhandler(MPI_Errhandler e, ForeignErrhandlerCall call, void* fn);
 Status set_errhandler(Window& w, MPI_Errhandler e);
+// Info: the hints of `info` (creation, MPI_Win_set_info) are kept;
+// MPI_Win_get_info returns them with the defaults of the standard's window
+// hints dtmpi follows for the keys not given (no_locks, accumulate_ordering,
+// accumulate_ops, same_size, same_disp_unit).
+Status note_hints(Window& w, MPI_Info info);
+Status get_info(const Window& w, MPI_Info* info);
 Status get_errhandler(Window& w, MPI_Errhandler* e);
 // Calls w's error handler with `code` (MPI_ERRORS_ARE_FATAL aborts); returns code.
 int raise(Window& w, int code);

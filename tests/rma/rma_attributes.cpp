@@ -8,12 +8,16 @@
 //   still calls its delete callback, also after new keyvals were created;
 // - MPI_Win_free deletes every attribute (each callback once);
 // - an error handler freed (MPI_Errhandler_free) while set on the window is
-//   still called.
+//   still called;
+// - MPI_Win_get_info reports the hints given at creation and by
+//   MPI_Win_set_info, and the standard's defaults of the others (MPICH's
+//   test rma/win_info found an empty info).
 // Also run under the plain system MPI where it can make windows (MPICH):
 // the same answers. Two ranks; exits 1 on a mismatch.
 #include <mpi.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -45,6 +49,16 @@ int g_rank = 0;
 void expect(bool ok, const char* what) {
   if (!ok) ++g_failures;
   if (g_rank == 0 || !ok) std::printf("rank %d %-60s %s\n", g_rank, what, ok ? "ok" : "WRONG");
+}
+
+std::string hint(MPI_Win win, const char* key) {
+  MPI_Info info;
+  MPI_Win_get_info(win, &info);
+  char value[MPI_MAX_INFO_VAL + 1] = {};
+  int flag = 0;
+  MPI_Info_get(info, key, MPI_MAX_INFO_VAL, value, &flag);
+  MPI_Info_free(&info);
+  return flag ? value : "(none)";
 }
 
 }  // namespace
@@ -102,6 +116,23 @@ int main(int argc, char** argv) {
   expect(g_deleted.calls == 2, "MPI_Win_free calls the delete callbacks of freed keyvals, once each");
   expect(g_deleted.last_extra == 101 || g_deleted.last_extra == 202, "with their extra state");
   for (int& k : later) MPI_Win_free_keyval(&k);
+
+  // info hints
+  MPI_Info in;
+  MPI_Info_create(&in);
+  MPI_Info_set(in, "no_locks", "true");
+  int* base = nullptr;
+  MPI_Win_allocate(sizeof(int), sizeof(int), in, MPI_COMM_WORLD, &base, &win);
+  MPI_Info_free(&in);
+  expect(hint(win, "no_locks") == "true", "MPI_Win_get_info: a hint given at creation");
+  expect(hint(win, "accumulate_ordering") == "rar,raw,war,waw", "MPI_Win_get_info: accumulate_ordering's default");
+  expect(hint(win, "accumulate_ops") == "same_op_no_op", "MPI_Win_get_info: accumulate_ops's default");
+  MPI_Info_create(&in);
+  MPI_Info_set(in, "accumulate_ops", "same_op");
+  MPI_Win_set_info(win, in);
+  MPI_Info_free(&in);
+  expect(hint(win, "accumulate_ops") == "same_op", "MPI_Win_get_info: a hint of MPI_Win_set_info");
+  MPI_Win_free(&win);
 
   int all = 0;
   MPI_Allreduce(&g_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
