@@ -8,6 +8,11 @@
 //
 //   heat3d [--n X Y Z] [--radius 1|2|3] [--quantities Q] [--steps S]
 //          [--substeps K] [--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet]
+//          [--path auto|staged|device]
+//
+// --path: how a GPU domain's messages to other ranks travel (st::PeerPath;
+// default auto: the device path where dtmpi is the MPI in front, e.g.
+// LD_PRELOAD=libdtmpi.so, else staged through pinned host memory).
 //
 // --bench N: after the check, N exchanges alone, timed (the halo bytes per
 // exchange over that time; the slowest rank's time).
@@ -39,6 +44,7 @@ struct Options {
   st::Dim3 n{48, 40, 36};
   int radius = 1, quantities = 1, steps = 20, substeps = 1, per_rank = 1, bench = 0;
   bool overlap = false, gpu = false, quiet = false;
+  st::PeerPath path = st::PeerPath::kAuto;
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -59,7 +65,13 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--substeps" && num(v)) o.substeps = static_cast<int>(v);
     else if (a == "--per-rank" && num(v)) o.per_rank = static_cast<int>(v);
     else if (a == "--bench" && num(v)) o.bench = static_cast<int>(v);
-    else if (a == "--overlap") o.overlap = true;
+    else if (a == "--path" && i + 1 < argc) {
+      const std::string p = argv[++i];
+      if (p == "auto") o.path = st::PeerPath::kAuto;
+      else if (p == "staged") o.path = st::PeerPath::kStaged;
+      else if (p == "device") o.path = st::PeerPath::kDevice;
+      else return false;
+    } else if (a == "--overlap") o.overlap = true;
     else if (a == "--gpu") o.gpu = true;
     else if (a == "--quiet") o.quiet = true;
     else return false;
@@ -172,17 +184,18 @@ int run(const Options& o, int rank, int size) {
   st::DistributedDomain d(MPI_COMM_WORLD, o.n);
   d.set_radius(o.radius).set_subdomains_per_rank(o.per_rank);
   if (o.gpu) d.set_memory(st::Memory::kDevice);
+  d.set_peer_path(o.path);  // realize() refuses device on host memory, or without dtmpi in front
   std::vector<st::Quantity<double>> qs;
   for (int q = 0; q < o.quantities; ++q) qs.push_back(d.add_quantity<double>("u" + std::to_string(q)));
   d.realize();
   const std::vector<double> w = weights(o.radius);
   if (rank == 0 && !o.quiet)
     std::printf("heat3d: %lldx%lldx%lld points, radius %d, %d quantit%s, %d ranks x %d subdomains (grid %lldx%lldx%lld), "
-                "%s memory, %d steps x %d exchanges%s\n",
+                "%s memory (peer path %s), %d steps x %d exchanges%s\n",
                 static_cast<long long>(o.n.x), static_cast<long long>(o.n.y), static_cast<long long>(o.n.z), o.radius,
                 o.quantities, o.quantities == 1 ? "y" : "ies", size, o.per_rank, static_cast<long long>(d.grid().x),
                 static_cast<long long>(d.grid().y), static_cast<long long>(d.grid().z), o.gpu ? "device" : "host",
-                o.steps, o.substeps, o.overlap ? ", interior overlapped with the exchange" : "");
+                st::to_string(d.stats().peer_path), o.steps, o.substeps, o.overlap ? ", interior overlapped with the exchange" : "");
   for (const st::Subdomain& s : d.subdomains())
     for (int q = 0; q < o.quantities; ++q) {
       std::vector<char> img = download(s, q, o.gpu);
@@ -297,8 +310,9 @@ int run(const Options& o, int rank, int size) {
     MPI_Allreduce(&lmine, &lslowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
       std::printf("heat3d: exchange alone: %.3f ms per exchange (%d exchanges, slowest rank), %.2f GB/s of halo "
-                  "bytes (%lld bytes per exchange on the busiest rank)\n",
-                  1e3 * slowest, o.bench, static_cast<double>(most) / slowest / 1e9, static_cast<long long>(most));
+                  "bytes (%lld bytes per exchange on the busiest rank), peer path %s\n",
+                  1e3 * slowest, o.bench, static_cast<double>(most) / slowest / 1e9, static_cast<long long>(most),
+                  st::to_string(x.peer_path));
       std::printf("heat3d: packed-bytes limit (the same messages from contiguous host buffers, no packing or local "
                   "copies): %.3f ms, exchange / limit %.2fx\n", 1e3 * lslowest, lslowest > 0 ? slowest / lslowest : 0.0);
     }
@@ -318,7 +332,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     if (rank == 0)
       std::fprintf(stderr, "usage: heat3d [--n X Y Z] [--radius 1|2|3] [--quantities Q] [--steps S] [--substeps K] "
-                           "[--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet]\n");
+                           "[--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet] [--path auto|staged|device]\n");
     rc = 2;
   } else {
     try {

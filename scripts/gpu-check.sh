@@ -27,9 +27,11 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  preloaded, next to the plain MPI with NumPy only (scripts/outsider-mpi4py.sh)
   stencil        dtmpi::stencil on device memory (issue 23): builds its tests and examples/heat3d,
                  ctest -L stencil (GPU exchange by global coordinate at 1, 2, 4 ranks and 2 emulated
-                 nodes, the solver on the GPU), then the Astaroth-pattern proxy (heat3d --gpu: 8
-                 doubles, radius 3, 3 exchanges per step, 256^3 per subdomain) at 1 rank, 1 rank with
-                 2 subdomains, 2 ranks, blocking and overlapped
+                 nodes, each by both peer paths: staged and device buffers through dtmpi; the solver
+                 on the GPU), then the Astaroth-pattern proxy (heat3d --gpu: 8 doubles, radius 3, 3
+                 exchanges per step, 256^3 per subdomain) at 1 rank, 1 rank with 2 subdomains, 2 ranks
+                 blocking and overlapped by the staged path (plain MPI) and by the device path
+                 (libdtmpi preloaded, --path device)
   scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
                  in its quick form (1 B-1 GiB in powers of 4, 3 repetitions; under 4 minutes on one
                  H100): JSON, summary and figures into $OUT/scope/, the tables printed (bandwidth
@@ -183,7 +185,7 @@ if [ "$what" = stencil ]; then
   [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build the stencil tests and heat3d ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
-  cmake --build $build -j "$(nproc)" --target test_stencil_partition test_stencil_exchange test_stencil_errors \
+  cmake --build $build -j "$(nproc)" --target dtmpi dtmpi_plain_name test_stencil_partition test_stencil_exchange test_stencil_errors \
     test_stencil_gpu heat3d > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
   step "ctest -L stencil (host and device domains, the solver on CPU and GPU)"
   (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
@@ -193,12 +195,18 @@ if [ "$what" = stencil ]; then
     | tee "$out/stencil-memcheck.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" | head -5
   step "Astaroth-pattern proxy: heat3d --gpu, 8 doubles, radius 3, 3 exchanges per step (256^3 per subdomain)"
   proxy="--gpu --radius 3 --quantities 8 --substeps 3 --steps 10 --bench 30"
+  # the 2-rank rows by each peer path: staged (heat3d alone: a plain MPI in
+  # front) and device (libdtmpi preloaded; --path device fails rather than
+  # stage if dtmpi is not in front); "peer path" in each bench line says which
+  preloaded="tests/run-preloaded.sh $build/src/libdtmpi.so"
   {
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256 --overlap
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 512 256 256 --per-rank 2
-    timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256
-    timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --overlap
+    timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged
+    timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged --overlap
+    timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device
+    timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device --overlap
   } 2>&1 | grep -E "^heat3d" | tee "$out/stencil-astaroth-proxy.txt"
 fi
 

@@ -13,6 +13,12 @@ extern "C" {
 const char* dtmpi_version(void);
 /* 1 when dtmpi's interposer is loaded and not disabled by DTMPI_DISABLE=1. */
 int dtmpi_active(void);
+/* 1 between dtmpi's MPI_Init (or MPI_Init_thread) and its MPI_Finalize when
+ * dtmpi is active: the MPI_* calls of the process are dtmpi's, so device
+ * buffers may be handed to them even where the system MPI is not CUDA-aware
+ * (dtmpi::stencil asks this before it posts device buffers). 0 before
+ * MPI_Init, after MPI_Finalize, and with DTMPI_DISABLE=1. */
+int dtmpi_initialized(void);
 /* Counters of what dtmpi did so far, as one line of text (valid until the next call). */
 const char* dtmpi_stats(void);
 /* Bytes held by dtmpi's own structures in this process (per-peer arrays, type

@@ -73,6 +73,25 @@ struct Radius {
 
 enum class Memory { kHost, kDevice };
 
+// How a device-memory domain's messages to other ranks travel (one packed
+// buffer per peer and direction set either way; docs/stencil.md, "Methods").
+enum class PeerPath {
+  // kDevice where dtmpi is the MPI in front (its MPI_Init ran: libdtmpi
+  // preloaded or linked before -lmpi, not DTMPI_DISABLE=1), else kStaged
+  kAuto,
+  // packed on the GPU, copied to pinned host memory and sent from there by
+  // the system MPI: any MPI, CUDA-aware or not, never sees a device pointer
+  kStaged,
+  // the packed device buffers handed to MPI_Isend / MPI_Irecv: dtmpi moves
+  // them (CUDA IPC between ranks of a node, its staged or pipelined methods
+  // across nodes); realize() refuses it where dtmpi is not in front
+  kDevice,
+  // stats() of a host-memory domain: its messages leave from host memory
+  // (not a choice: set_peer_path() takes the three above)
+  kHost,
+};
+const char* to_string(PeerPath p);
+
 // A quantity of element type T, as add_quantity<T>() returned it.
 template <class T>
 struct Quantity {
@@ -155,6 +174,7 @@ struct ExchangeStats {
   int64_t mpi_bytes = 0;      // bytes sent through MPI per exchange
   int64_t local_copies = 0;   // same-rank region copies (all quantities of a direction each)
   int64_t local_bytes = 0;    // bytes copied between this rank's own subdomains
+  PeerPath peer_path = PeerPath::kHost;  // how the MPI messages travel (kStaged or kDevice for device memory)
 };
 
 struct DomainImpl;
@@ -172,6 +192,9 @@ class DistributedDomain {
   DistributedDomain& set_radius(const Radius& r);
   DistributedDomain& set_periodic(bool x, bool y, bool z);
   DistributedDomain& set_memory(Memory m);
+  // Device-memory domains: the path of the messages to other ranks (default
+  // kAuto); forcing one is for tests and benchmarks.
+  DistributedDomain& set_peer_path(PeerPath p);
   // Several subdomains per rank (several GPUs of a rank, or several
   // subdomains of one GPU or CPU rank); neighbours owned by the same rank are
   // copied directly, without MPI.

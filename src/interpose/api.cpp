@@ -12,6 +12,8 @@ DTMPI_EXPORT const char* dtmpi_version(void) { return DTMPI_VERSION; }
 
 DTMPI_EXPORT int dtmpi_active(void) { return dtmpi::runtime::active() ? 1 : 0; }
 
+DTMPI_EXPORT int dtmpi_initialized(void) { return dtmpi::runtime::initialized() ? 1 : 0; }
+
 DTMPI_EXPORT const char* dtmpi_stats(void) {
   thread_local std::string text;
   text = dtmpi::runtime::format_stats();

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdio>
 
 #include "base/footprint.hpp"
@@ -15,7 +16,12 @@
 
 namespace dtmpi::runtime {
 
+namespace {
+std::atomic<bool> g_initialized{false};  // read by other threads' libraries (dtmpi_initialized())
+}  // namespace
+
 bool active() { return !config().disable; }
+bool initialized() { return g_initialized.load(std::memory_order_acquire); }
 
 void on_mpi_initialized() {
   int rank = 0;
@@ -29,9 +35,11 @@ void on_mpi_initialized() {
       DTMPI_LOG(kWarn, "%s (see docs/configuration.md)", problem.c_str());
   }
   DTMPI_LOG(kInfo, "dtmpi active");
+  g_initialized.store(true, std::memory_order_release);
 }
 
 void on_mpi_finalizing() {
+  g_initialized.store(false, std::memory_order_release);
   if (trace::g_enabled.load()) {
     int rank = 0;
     REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &rank);

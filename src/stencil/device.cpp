@@ -2,9 +2,12 @@
 // realize(), each quantity a pitched allocation (rows of 512 bytes, as
 // Astaroth's); directions between this rank's subdomains by one kernel each,
 // without a buffer; messages to other ranks packed by one kernel per
-// direction into a device buffer, copied once into pinned host memory and
-// sent by the system MPI from there (the thesis's staged method): the system
-// MPI never sees a device pointer, CUDA-aware or not.
+// direction into one device buffer per peer, then either
+//  - the device path (dtmpi in front): that buffer handed to dtmpi's
+//    MPI_Isend, which moves it GPU to GPU (CUDA IPC within a node); or
+//  - the staged path (any other MPI): copied once into pinned host memory and
+//    sent by the system MPI from there (the thesis's staged method), so an
+//    MPI that may not be CUDA-aware never sees a device pointer.
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
@@ -79,6 +82,14 @@ Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, cons
 
 Status device_allocate(DomainImpl& d) {
   int device = 0;
+  // before anything is allocated: a forced device path without dtmpi in
+  // front fails here, and realize() reports it on every rank
+  const bool front = dtmpi_in_front();
+  if (d.peer_path == PeerPath::kDevice && !front)
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: PeerPath::kDevice needs dtmpi as the MPI in front (libdtmpi preloaded "
+                              "or linked before -lmpi, its MPI_Init run, DTMPI_DISABLE unset): the system MPI may not "
+                              "take device buffers"};
+  d.device_messages = d.peer_path == PeerPath::kDevice || (d.peer_path == PeerPath::kAuto && front);
   if (!runtime::gpu_enabled())
     return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process has no usable GPU (no driver, no "
                               "device, or DTMPI_CUDA=off)"};
@@ -106,6 +117,7 @@ Status device_allocate(DomainImpl& d) {
     const size_t rb = static_cast<size_t>(std::max<int64_t>(p.recv_bytes, 1));
     DTMPI_CUDA_CHECK(cudaMalloc(&p.send_device, sb));
     DTMPI_CUDA_CHECK(cudaMalloc(&p.recv_device, rb));
+    if (d.device_messages) continue;  // MPI takes the device buffers themselves
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.send_host), sb));
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.recv_host), rb));
   }
@@ -141,10 +153,15 @@ Status device_pack(DomainImpl& d) {
       DTMPI_TRY(move(d, device::Move::kPack, r, out, nullptr));
       out += d.region_bytes(r);
     }
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
-                                     cudaMemcpyDeviceToHost, stream_of(d)));
+    if (!d.device_messages)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
+                                       cudaMemcpyDeviceToHost, stream_of(d)));
   }
-  // the messages leave from host memory: their bytes must be there first
+  // The bytes must be in place before MPI_Isend reads them: in host memory
+  // (staged), or in the device buffer (device path) -- dtmpi orders its GPU
+  // work after the legacy default stream only (DTMPI_GPU_ORDER=legacy), and
+  // not at all with DTMPI_GPU_ORDER=stream, never after this non-blocking
+  // stream, so the packs are waited for here under either setting.
   DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));
   return ok_status();
 }
@@ -157,8 +174,11 @@ Status device_copy_local(DomainImpl& d) {
 
 Status device_unpack(DomainImpl& d) {
   for (Peer& p : d.peers) {
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(p.recv_bytes),
-                                     cudaMemcpyHostToDevice, stream_of(d)));
+    // device path: dtmpi's MPI_Waitall returned with the bytes in place
+    // (docs/point-to-point.md: a receive completes once the data is there)
+    if (!d.device_messages)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(p.recv_bytes),
+                                       cudaMemcpyHostToDevice, stream_of(d)));
     char* in = static_cast<char*>(p.recv_device);
     for (const Region& r : p.recv) {
       DTMPI_TRY(move(d, device::Move::kUnpack, r, in, nullptr));

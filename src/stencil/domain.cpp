@@ -71,6 +71,12 @@ Status same_everywhere(const DomainImpl& d) {
 Status valid(const DomainImpl& d) {
   static const char* kAxis = "xyz";
   if (d.quantities.empty()) return Error{MPI_ERR_ARG, "dtmpi::stencil: realize() with no quantity added"};
+  if (d.peer_path == PeerPath::kHost)
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: set_peer_path(PeerPath::kHost): kHost is what stats() says of a "
+                              "host-memory domain, not a choice (kAuto, kStaged or kDevice)"};
+  if (d.peer_path == PeerPath::kDevice && d.memory == Memory::kHost)
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: set_peer_path(PeerPath::kDevice) on a host-memory domain (the device "
+                              "path posts device buffers; use set_memory(Memory::kDevice))"};
   if (d.per_rank < 1)
     return Error{MPI_ERR_ARG, "dtmpi::stencil: " + std::to_string(d.per_rank) + " subdomains per rank; at least 1"};
   for (int a = 0; a < 3; ++a)
@@ -124,11 +130,7 @@ DomainImpl::~DomainImpl() {
   // an exchange left in flight (an exception between start and finish, or
   // inside start): its receives are cancelled and its sends completed before
   // the buffers they use are released
-  if (in_flight) {
-    for (size_t i = 0; i < peers.size(); ++i)
-      if (requests[i] != MPI_REQUEST_NULL) REAL(MPI_Cancel)(&requests[i]);
-    REAL(MPI_Waitall)(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-  }
+  if (in_flight) settle_requests(*this);
   if (realized) release_storage(*this);
   if (comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&comm);
 }
@@ -201,6 +203,11 @@ DistributedDomain& DistributedDomain::set_memory(Memory m) {
   impl_->memory = m;
   return *this;
 }
+DistributedDomain& DistributedDomain::set_peer_path(PeerPath p) {
+  before_realize(*impl_, "set_peer_path()");
+  impl_->peer_path = p;  // validated by realize()
+  return *this;
+}
 DistributedDomain& DistributedDomain::set_subdomains_per_rank(int n) {
   before_realize(*impl_, "set_subdomains_per_rank()");
   impl_->per_rank = n;
@@ -222,6 +229,7 @@ void DistributedDomain::realize() {
   d.subs.clear();
   d.copies.clear();
   d.peers.clear();
+  d.device_messages = false;
   REAL(MPI_Comm_rank)(d.user_comm, &d.rank);
   REAL(MPI_Comm_size)(d.user_comm, &d.size);
   check(same_everywhere(d));
@@ -300,6 +308,9 @@ ExchangeStats DistributedDomain::stats() const {
     s.messages += p.send.empty() ? 0 : 1;
     s.mpi_bytes += p.send_bytes;
   }
+  s.peer_path = impl_->memory == Memory::kHost ? PeerPath::kHost
+                : impl_->device_messages         ? PeerPath::kDevice
+                                                 : PeerPath::kStaged;
   s.local_copies = static_cast<int64_t>(impl_->copies.size());
   for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from);
   return s;

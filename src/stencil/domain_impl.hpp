@@ -60,10 +60,10 @@ struct Peer {
   int rank = 0;
   std::vector<Region> send, recv;
   int64_t send_bytes = 0, recv_bytes = 0;
-  char* send_host = nullptr;  // what MPI sends / receives (pinned for device domains)
+  char* send_host = nullptr;  // what MPI sends / receives (pinned for staged device domains)
   char* recv_host = nullptr;
-  void* send_device = nullptr;  // device domains: the packed bytes on the GPU
-  void* recv_device = nullptr;
+  void* send_device = nullptr;  // device domains: the packed bytes on the GPU (what MPI
+  void* recv_device = nullptr;  // sends / receives on the device path)
 };
 
 struct DomainImpl {
@@ -74,6 +74,8 @@ struct DomainImpl {
   Radius radius = Radius::uniform(1);
   std::array<bool, 3> periodic{true, true, true};
   Memory memory = Memory::kHost;
+  PeerPath peer_path = PeerPath::kAuto;  // as set; device_messages is what realize() made of it
+  bool device_messages = false;          // device domain, messages posted on device buffers (dtmpi in front)
   int per_rank = 1;
   std::vector<QuantityInfo> quantities;
 
@@ -90,6 +92,13 @@ struct DomainImpl {
   int64_t region_bytes(const Region& r) const;  // all quantities
   const Radius& radius_of(size_t q) const { return quantities[q].radius ? *quantities[q].radius : radius; }
 };
+
+// Whether the MPI_* symbols of this process are dtmpi's, with its MPI_Init
+// run (front.cpp): only then may a device pointer be handed to them.
+bool dtmpi_in_front();
+// exchange.cpp: the requests of an exchange left in flight, settled (the
+// receives cancelled) by the MPI that posted them, before the buffers go.
+void settle_requests(DomainImpl& d) noexcept;
 
 // The points a subdomain sends in direction `d`, and the ghost points its
 // neighbour receives them into (global coordinates of each one's allocation).

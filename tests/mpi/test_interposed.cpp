@@ -43,6 +43,11 @@ TEST(Interposer, IsActive) {
   // run once with DTMPI_DISABLE=1 (and DTMPI_TEST_EXPECT_DISABLED=1): pure pass-through
   const bool disabled = std::getenv("DTMPI_TEST_EXPECT_DISABLED") != nullptr;
   EXPECT_EQ(active(), disabled ? 0 : 1);
+  // inside MPI_Init .. MPI_Finalize: dtmpi's MPI_Init ran unless disabled
+  // (what dtmpi::stencil asks before it posts device buffers)
+  auto initialized = dtmpi_api<int (*)()>("dtmpi_initialized");
+  ASSERT_NE(initialized, nullptr);
+  EXPECT_EQ(initialized(), disabled ? 0 : 1);
   if (disabled) {
     MPI_Datatype v;
     MPI_Type_vector(3, 1, 2, MPI_INT, &v);

@@ -228,3 +228,40 @@ TEST(StencilErrors, NodesOfDifferentSizes) {
       },
       "different numbers of ranks");
 }
+
+TEST(StencilErrors, PeerPathThatCannotApply) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  // the device path posts device buffers: never on a host domain
+  expect_error_everywhere(
+      [] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {8, 8, 8 * size()});
+        d.set_peer_path(st::PeerPath::kDevice);
+        d.add_quantity<double>("u");
+        d.realize();
+      },
+      "set_peer_path(PeerPath::kDevice) on a host-memory domain");
+  expect_error_everywhere(
+      [] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {8, 8, 8 * size()});
+        d.set_memory(st::Memory::kDevice).set_peer_path(st::PeerPath::kHost);
+        d.add_quantity<double>("u");
+        d.realize();
+      },
+      "kHost is what stats() says");
+  // this test is not linked with libdtmpi (a plain MPI in front): a forced
+  // device path is refused before any GPU is touched, so also on machines
+  // without one, and kAuto would have taken the staged path
+  expect_error_everywhere(
+      [] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {8, 8, 8 * size()});
+        d.set_memory(st::Memory::kDevice).set_peer_path(st::PeerPath::kDevice);
+        d.add_quantity<double>("u");
+        d.realize();
+      },
+#ifdef DTMPI_HAVE_CUDA
+      "PeerPath::kDevice needs dtmpi as the MPI in front");
+#else
+      "needs dtmpi built with CUDA");
+#endif
+  MPI_Barrier(MPI_COMM_WORLD);
+}

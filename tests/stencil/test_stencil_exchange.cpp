@@ -154,6 +154,7 @@ TEST(StencilPlan, OneMessagePerPeerAndLocalCopies) {
   d.add_quantity<float>("b");
   d.realize();
   const st::ExchangeStats s = d.stats();
+  EXPECT_EQ(s.peer_path, st::PeerPath::kHost);  // host memory: no staged / device choice
   EXPECT_EQ(s.messages, s.peers);
   EXPECT_LE(s.peers, n - 1);
   if (n == 1) {
