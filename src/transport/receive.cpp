@@ -321,6 +321,9 @@ bool ReceiveOp::read_over_ipc() {
     if (auto word = ipc_signal_word(d_.sender_world, d_.ready, device, local))
       gate = {word.value(), all_ready.value};
   }
+  // (before the chunked read returns: its ack tells a sender on this GPU so,
+  // which then stops chunking to this rank -- send.cpp, chunked)
+  same_gpu_peer_ = !local && !other_gpu && d_.ready.gpu != 0;
   if (!gate.word && d_.chunks > 1 && rt::on_gpu(b_.info) && read_chunks(peer.value(), local)) return true;
   if (!gate.word && d_.ready.kind != IpcSignal::Kind::kNone) {
     auto w = ipc_signal_wait(d_.sender_world, all_ready, device, local);
@@ -331,7 +334,6 @@ bool ReceiveOp::read_over_ipc() {
     }
   }
   gated_from_other_gpu_ = gate.word && other_gpu;
-  same_gpu_peer_ = !local && !other_gpu && d_.ready.gpu != 0;
   DTMPI_TRACE(gate.word ? "recv: gated" : "recv: ready waited");
   rt::PointerInfo pi;
   pi.kind = rt::MemKind::kDevice;
