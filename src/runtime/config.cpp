@@ -74,10 +74,6 @@ const std::vector<VariableDoc> kVariables = {
      "pageable memory, which may return before the device buffer is written, is complete); stream: no such wait"},
 };
 
-const std::vector<std::string> kCollAlgorithms = {
-    "barrier dissemination flat system", "bcast binomial flat system", "allreduce recdbl rsag tree system",
-    "reduce binomial flat system"};
-
 namespace {
 
 // Problems found in the values of known variables by the last read, reported
@@ -204,7 +200,7 @@ std::string coll_choice() {
     if (item == "tuned" || item == "system") continue;
     const size_t colon = item.find(':');
     bool known = false;
-    for (const std::string& row : kCollAlgorithms) {
+    for (const std::string row : kCollAlgorithms) {
       const std::string op = row.substr(0, row.find(' '));
       if (colon == std::string::npos || item.substr(0, colon) != op) continue;
       const std::string alg = " " + item.substr(colon + 1) + " ";

@@ -86,7 +86,10 @@ extern const std::vector<VariableDoc> kVariables;
 const Config& config();
 // The operations and algorithms DTMPI_COLL may name ("op:alg"), one string
 // per operation: "op alg1 alg2 ..." (src/coll implements each).
-extern const std::vector<std::string> kCollAlgorithms;
+// (Constant data, not a std::vector: the environment may be read by another
+// library object's static constructor, before a vector here is built.)
+inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat system", "bcast binomial flat system",
+                                                  "allreduce recdbl rsag tree system", "reduce binomial flat system"};
 const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();

@@ -56,7 +56,7 @@ uint64_t total(Counter c) {
 std::string format_stats() {
   auto v = [](Counter c) { return static_cast<unsigned long long>(total(c)); };
   const type::PlanCounts plans = type::plan_counts();  // plans are built at a type's first use
-  char buf[1536];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu, with GPU "
                 "buffers %llu by dtmpi (returned queued %llu, %llu bytes), %llu passed through; staged sends %llu, "
