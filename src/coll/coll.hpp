@@ -19,6 +19,8 @@ enum class CollOpKind { kBarrier, kBcast, kAllreduce, kReduce, kCount };
 // The algorithm DTMPI_COLL selects for `op` on `n` ranks and `bytes` bytes
 // (kSystem: the system MPI's). "tuned" is the built-in choice (select.cpp).
 Algorithm select(CollOpKind op, int n, int64_t bytes);
+// The built-in choice ("tuned" without a table).
+Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
 bool enabled();
 

@@ -58,10 +58,12 @@ const Table& table() {
   return t;
 }
 
+}  // namespace
+
 // The built-in choice: measured on the 2-core VM with Open MPI 4.1.4 and
 // MPICH 4.0.2 at 2-4 ranks (bench/results/coll-vm-2026-11-26.txt); where no
 // algorithm of dtmpi's measured faster than the system MPI, the system MPI.
-Algorithm builtin(CollOpKind op, int n, int64_t bytes) {
+Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
   (void)n;
   switch (op) {
     case CollOpKind::kBarrier:
@@ -77,13 +79,11 @@ Algorithm builtin(CollOpKind op, int n, int64_t bytes) {
   }
 }
 
-}  // namespace
-
 bool enabled() { return table().any; }
 
 Algorithm select(CollOpKind op, int n, int64_t bytes) {
   const Algorithm a = table().alg[static_cast<size_t>(op)];
-  return a == kTunedMarker ? builtin(op, n, bytes) : a;
+  return a == kTunedMarker ? select_builtin(op, n, bytes) : a;
 }
 
 }  // namespace dtmpi::coll
