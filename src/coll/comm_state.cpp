@@ -31,12 +31,13 @@ int keyval() {
 }  // namespace
 
 bool CommState::may_write(uint64_t seq) {
-  if (seq <= min_peer_done + 2) return true;
+  constexpr uint64_t k = transport::kScratchSlots;
+  if (seq <= min_peer_done + k) return true;
   uint64_t low = UINT64_MAX;
   for (int r = 0; r < size; ++r)
     if (r != rank) low = std::min(low, seg->flags(r).done.v.load(std::memory_order_acquire));
   min_peer_done = size > 1 ? low : finished;
-  return seq <= min_peer_done + 2;
+  return seq <= min_peer_done + k;
 }
 
 Result<std::shared_ptr<CommState>> state_for(MPI_Comm comm, bool may_create) {

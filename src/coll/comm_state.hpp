@@ -37,8 +37,8 @@ struct CommState {
     next_seq += n;
     return first;
   }
-  // Whether half seq%2 of this rank's scratch may be written for `seq`: every
-  // peer finished seq-2, the last one that used it. Re-reads the peers' flags
+  // Whether this rank's scratch slot of `seq` may be written: every peer
+  // finished seq - kScratchSlots, the last one that used it. Re-reads the peers' flags
   // only when the mirror does not prove it (the common case reads nothing).
   bool may_write(uint64_t seq);
   // This rank finished `seq`: published for the peers' mirrors.

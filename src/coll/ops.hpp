@@ -5,12 +5,13 @@
 // A message larger than the scratch goes in chunks; each chunk is a
 // collective of its own with its own sequence number (every rank cuts the
 // same chunks: the byte count is the same everywhere). Within one sequence
-// number a rank writes each region of its scratch half once, then raises its
+// number a rank writes each region of its scratch slot once, then raises its
 // `ready` flag to (seq, phase); readers wait for that and read the region
 // where it lies (a "get": pull, so a reader's entry is implicit, and no
-// rank ever writes into memory a peer may still be reading: the scratch half
-// is written again two sequence numbers later, once every peer's `done` says
-// it has moved on -- CommState::may_write, no handshake per operation).
+// rank ever writes into memory a peer may still be reading: a scratch slot is
+// written again kScratchSlots sequence numbers later, once every peer's
+// `done` says it has moved on -- CommState::may_write, no handshake per
+// operation).
 #pragma once
 #include <mpi.h>
 
@@ -54,7 +55,7 @@ class CollOp : public transport::Operation {
   transport::NodeSegment& seg() const { return *st_->seg; }
   int me() const { return st_->rank; }
   int n() const { return st_->size; }
-  char* region(int r, int k) const { return seg().scratch(r, static_cast<unsigned>(seq_)) + k * region_bytes_; }
+  char* region(int r, int k) const { return seg().scratch(r, seq_) + k * region_bytes_; }
   bool ready(int r, unsigned phase) const {
     return transport::NodeSegment::test(seg().flags(r).ready, transport::flag_value(seq_, phase));
   }

@@ -1,5 +1,7 @@
 // DTMPI_COLL (validated by runtime/config.cpp) as a table per operation, and
 // the built-in choice of "tuned".
+#include <unistd.h>
+
 #include <array>
 #include <string>
 
@@ -60,20 +62,26 @@ const Table& table() {
 
 }  // namespace
 
-// The built-in choice: measured on the 2-core VM with Open MPI 4.1.4 and
-// MPICH 4.0.2 at 2-4 ranks (bench/results/coll-vm-2026-11-26.txt); where no
-// algorithm of dtmpi's measured faster than the system MPI, the system MPI.
+// The built-in choice, from dtmpi-bench coll on the 2-core VM (Open MPI
+// 4.1.4, MPICH 4.0.2; 2 and 4 ranks: bench/results/coll-vm-2026-11-26.txt):
+// dtmpi's algorithms only in the cells where they measured faster than the
+// system MPI. Below ~512 B the system MPI's eager sends let a root return at
+// once and win; with more ranks than cores every flag wait costs a context
+// switch, so the smallest sizes stay the system MPI's there too; from 128 KiB
+// the results were mixed (memory bandwidth of the shared copies).
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
-  (void)n;
+  static const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  const bool oversubscribed = n > cores;
   switch (op) {
     case CollOpKind::kBarrier:
-      return Algorithm::kDissemination;
+      return oversubscribed ? Algorithm::kSystem : Algorithm::kDissemination;
     case CollOpKind::kBcast:
-      return bytes <= (64 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
+      return bytes >= 512 && bytes <= (64 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
     case CollOpKind::kAllreduce:
-      return bytes <= (64 << 10) ? Algorithm::kReduceScatterAllgather : Algorithm::kSystem;
+      if (!oversubscribed && bytes <= 512) return Algorithm::kRecursiveDoubling;
+      return bytes >= 2048 && bytes <= (64 << 10) ? Algorithm::kReduceScatterAllgather : Algorithm::kSystem;
     case CollOpKind::kReduce:
-      return bytes <= (64 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
+      return bytes >= (oversubscribed ? 2048 : 512) && bytes <= (32 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
     default:
       return Algorithm::kSystem;
   }

@@ -65,7 +65,7 @@ const std::vector<VariableDoc> kVariables = {
      "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat, bcast:binomial|flat, "
      "allreduce:recdbl|rsag|tree, reduce:binomial|flat; any op:system) and optionally tuned for the ops not named "
      "-- docs/collectives.md"},
-    {"DTMPI_COLL_SCRATCH", "262144", "DTMPI_COLL: bytes of shared scratch per rank and half (larger messages go in chunks)"},
+    {"DTMPI_COLL_SCRATCH", "262144", "DTMPI_COLL: bytes of each of the 4 shared scratch slots per rank (larger messages go in chunks of this size)"},
     {"DTMPI_TRACE", "",
      "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
      "(tools/trace_timeline.py merges them)"},

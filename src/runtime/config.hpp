@@ -53,7 +53,7 @@ struct Config {
   // DTMPI_COLL: system (default), tuned, or a list of <op>:<algorithm> and
   // "tuned" (src/coll/select.hpp); validated here against kCollAlgorithms
   std::string coll = "system";
-  int64_t coll_scratch = 256 << 10;  // DTMPI_COLL_SCRATCH: bytes per half of each rank's scratch
+  int64_t coll_scratch = 256 << 10;  // DTMPI_COLL_SCRATCH: bytes per slot (4) of each rank's scratch
   std::string trace;  // DTMPI_TRACE: path prefix of the trace files (empty: off; base/trace.hpp)
 };
 

@@ -3,8 +3,10 @@
 // once by the node leader with POSIX shm_open + mmap (its name broadcast on the
 // communicator; unlinked as soon as every member has mapped it, so a crashed
 // job leaves nothing behind). Each rank owns one area of the segment: a few
-// cache-line-padded flags and a scratch buffer in two halves (the parity of
-// the collective's sequence number). MPI_Win_allocate_shared is not used: Open
+// cache-line-padded flags and a scratch buffer in kScratchSlots slots (the
+// collective's sequence number modulo kScratchSlots: so many collectives of
+// a communicator may be in flight, or run ahead on the root of a loose
+// sequence of calls, before a writer waits for its readers). MPI_Win_allocate_shared is not used: Open
 // MPI 4.1's default one-sided component fails it where dtmpi must work.
 //
 // The primitives are the thesis's (research digest seed-001, section 4.1):
@@ -46,6 +48,7 @@ struct alignas(64) PaddedFlag {
 // (written by the owner: its scratch holds data of a phase), `counter`
 // (atomic adds by peers) and `in[k]` (written by exactly one peer per round).
 inline constexpr int kInFlags = 32;
+inline constexpr unsigned kScratchSlots = 4;
 struct RankFlags {
   PaddedFlag done, ready, counter;
   PaddedFlag in[kInFlags];
@@ -55,7 +58,7 @@ class NodeSegment {
  public:
   // Collective over `comm` (an intracommunicator): every rank gets a segment,
   // or every rank gets null (spans nodes, or shared memory failed somewhere:
-  // all ranks agree by an allreduce of the outcome). `scratch` bytes per half.
+  // all ranks agree by an allreduce of the outcome). `scratch` bytes per slot.
   static Result<std::unique_ptr<NodeSegment>> create(MPI_Comm comm, size_t scratch);
   ~NodeSegment();
   NodeSegment(const NodeSegment&) = delete;
@@ -66,8 +69,8 @@ class NodeSegment {
   size_t scratch_bytes() const { return scratch_; }
 
   RankFlags& flags(int r) const { return *reinterpret_cast<RankFlags*>(area(r)); }
-  // Half `parity` of rank r's scratch.
-  char* scratch(int r, unsigned parity) const { return area(r) + flags_bytes() + (parity & 1) * scratch_; }
+  // The scratch slot of sequence number `seq` in rank r's area.
+  char* scratch(int r, uint64_t seq) const { return area(r) + flags_bytes() + (seq % kScratchSlots) * scratch_; }
 
   // The verbs. put/get move bytes into / out of a peer's scratch (plain
   // copies: ordering comes from the signal that follows or the wait before).
@@ -91,7 +94,7 @@ class NodeSegment {
  private:
   NodeSegment() = default;
   static size_t flags_bytes() { return (sizeof(RankFlags) + 63) / 64 * 64; }
-  size_t area_bytes() const { return flags_bytes() + 2 * scratch_; }
+  size_t area_bytes() const { return flags_bytes() + kScratchSlots * scratch_; }
   char* area(int r) const { return base_ + static_cast<size_t>(r) * area_bytes(); }
 
   char* base_ = nullptr;
