@@ -238,9 +238,3 @@ DTMPI_EXPORT int MPI_Barrier(MPI_Comm comm) {
     rma::progress();
   }
 }
-DTMPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request* req) {
-  if (!dtmpi::coll::enabled()) return REAL(MPI_Ibarrier)(comm, req);
-  auto served = dtmpi::coll::barrier(comm, req);
-  if (!served) return result(comm, served.error());
-  return served.value() ? MPI_SUCCESS : REAL(MPI_Ibarrier)(comm, req);
-}

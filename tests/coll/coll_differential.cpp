@@ -181,7 +181,14 @@ void reductions_match(bool rooted) {
       const Reduction& c = cases[it < kCases ? it : rng() % kCases];
       const int64_t count = it % 8 == 7 ? 30000 + rng() % 50000 : 1 + rng() % 700;
       const int root = static_cast<int>(rng() % static_cast<unsigned>(n));
-      const bool in_place = rng() % 3 == 0;
+      bool in_place = rng() % 3 == 0;
+#ifdef MPICH_VERSION
+      // MPICH 4.0.2's own MPI_Reduce with MPI_IN_PLACE at a root other than
+      // 0 dereferences MPI_IN_PLACE (SIGSEGV from 438 doubles on 2 ranks, a
+      // plain C program without dtmpi shows it): under DTMPI_COLL=system
+      // dtmpi forwards such a call as it is, so the case is left out there
+      if (rooted && root != 0) in_place = false;
+#endif
       std::mt19937 local(rng() + static_cast<unsigned>(me) * 104729u);
       std::vector<char> in, out, ref;
       fill(in, c.t, count, local);
