@@ -15,6 +15,7 @@ namespace {
 // otherwise. Only a blocking call creates it (collective; a non-blocking one
 // must not block), so until then non-blocking calls stay the system MPI's.
 Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
+  if (comm == MPI_COMM_NULL) return std::shared_ptr<CommState>();
   int inter = 0;
   REAL(MPI_Comm_test_inter)(comm, &inter);
   if (inter) return std::shared_ptr<CommState>();
@@ -39,6 +40,7 @@ Result<bool> start(std::unique_ptr<CollOp> op, MPI_Request* req) {
 // back to back and MPI_Reduce_local combines them there); the same answer on
 // every rank, as MPI requires the same type and op everywhere.
 bool reducer_for(MPI_Datatype type, MPI_Op op, Reducer& r) {
+  if (type == MPI_DATATYPE_NULL || op == MPI_OP_NULL) return false;
   int size = 0, commute = 0;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   REAL(MPI_Type_size)(type, &size);
@@ -51,6 +53,7 @@ bool reducer_for(MPI_Datatype type, MPI_Op op, Reducer& r) {
 }
 
 int64_t bytes_of(int count, MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) return 0;
   int size = 0;
   REAL(MPI_Type_size)(type, &size);
   return int64_t{count} * size;
@@ -58,14 +61,21 @@ int64_t bytes_of(int count, MPI_Datatype type) {
 
 int size_of(MPI_Comm comm) {
   int n = 0;
-  REAL(MPI_Comm_size)(comm, &n);
+  if (comm != MPI_COMM_NULL) REAL(MPI_Comm_size)(comm, &n);
   return n;
+}
+
+// Arguments the system MPI must see to report them (an invalid root, a
+// null communicator or type): dtmpi serves only calls that are valid.
+bool valid(MPI_Comm comm, MPI_Datatype type, int root) {
+  const int n = size_of(comm);
+  return n > 0 && type != MPI_DATATYPE_NULL && root >= 0 && root < n;
 }
 
 }  // namespace
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
-  if (!enabled()) return false;
+  if (!enabled() || comm == MPI_COMM_NULL) return false;
   const Algorithm a = select(CollOpKind::kBarrier, size_of(comm), 0);
   if (a == Algorithm::kSystem) return false;
   auto st = usable(comm, !req);
@@ -75,7 +85,7 @@ Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
 }
 
 Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
-  if (!enabled() || count <= 0) return false;
+  if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
   const Algorithm a = select(CollOpKind::kBcast, size_of(comm), bytes_of(count, type));
   if (a == Algorithm::kSystem) return false;
   auto st = usable(comm, !req);
@@ -86,7 +96,7 @@ Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c
 
 Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                        MPI_Request* req) {
-  if (!enabled() || count <= 0) return false;
+  if (!enabled() || count <= 0 || !valid(comm, type, 0) || !rb) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   const Algorithm a = select(CollOpKind::kAllreduce, size_of(comm), count * r.elem);
@@ -99,7 +109,7 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
 
 Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
                     MPI_Request* req) {
-  if (!enabled() || count <= 0) return false;
+  if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   const Algorithm a = select(CollOpKind::kReduce, size_of(comm), count * r.elem);
@@ -113,7 +123,7 @@ Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_
 
 Result<bool> run_forced(CollOpKind op, Algorithm a, const void* sb, void* rb, int count, MPI_Datatype type,
                         MPI_Op mop, int root, MPI_Comm comm) {
-  if (a == Algorithm::kSystem) return false;
+  if (a == Algorithm::kSystem || !valid(comm, type, root)) return false;
   auto st = usable(comm, true);
   if (!st) return st.error();
   if (!st.value()) return false;
