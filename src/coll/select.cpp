@@ -67,8 +67,10 @@ const Table& table() {
 // dtmpi's algorithms only in the cells where they measured faster than the
 // system MPI. Below ~512 B the system MPI's eager sends let a root return at
 // once and win; with more ranks than cores every flag wait costs a context
-// switch, so the smallest sizes stay the system MPI's there too; from 128 KiB
-// the results were mixed (memory bandwidth of the shared copies).
+// switch, so the smallest sizes stay the system MPI's there too. Without
+// oversubscription recursive doubling and the binomial reduce won up to
+// 512 KiB on both MPIs (the quiet 2-rank runs); Bcast from 2 KiB won 2-3x
+// with Open MPI but lost 6-13% with MPICH 4.0.2 at 8-32 KiB.
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
   static const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   const bool oversubscribed = n > cores;
@@ -78,10 +80,11 @@ Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
     case CollOpKind::kBcast:
       return bytes >= 512 && bytes <= (64 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
     case CollOpKind::kAllreduce:
-      if (!oversubscribed && bytes <= 512) return Algorithm::kRecursiveDoubling;
+      if (!oversubscribed) return bytes <= (512 << 10) ? Algorithm::kRecursiveDoubling : Algorithm::kSystem;
       return bytes >= 2048 && bytes <= (64 << 10) ? Algorithm::kReduceScatterAllgather : Algorithm::kSystem;
     case CollOpKind::kReduce:
-      return bytes >= (oversubscribed ? 2048 : 512) && bytes <= (32 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
+      if (!oversubscribed) return bytes >= 512 && bytes <= (512 << 10) ? Algorithm::kBinomial : Algorithm::kSystem;
+      return bytes >= 2048 && bytes <= (32 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
     default:
       return Algorithm::kSystem;
   }
