@@ -15,6 +15,7 @@ int bench_placement(int argc, char** argv);
 int bench_halo(int argc, char** argv);
 int bench_rma(int argc, char** argv);
 int bench_commit(int argc, char** argv);
+int bench_coll(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
 int bench_gpu_pingpong(int argc, char** argv);
@@ -65,6 +66,10 @@ const std::vector<Command> kCommands = {
      "create + commit + free of darray, subarray and struct types: the system MPI's MPI_Type_commit vs dtmpi's "
      "(and with the first plan lookup, where dtmpi builds the plan)",
      {kQuick, {"--filter", "S", "only the cases whose name contains S"}}},
+    {"coll", "mpiexec -n N dtmpi-bench coll",
+     "Barrier, Bcast, Allreduce, Reduce (8 B - 1 MiB): the system MPI vs each of dtmpi's algorithms (src/coll) and "
+     "the built-in tuned choice, side by side with ratios",
+     {kQuick, {"--op", "S", "only this operation (barrier, bcast, allreduce, reduce)"}}},
     {"halo", "mpiexec -n N dtmpi-bench halo",
      "3D halo exchange (26 neighbours, subarray types): isend / alltoallv / alltoallw with the system MPI vs dtmpi "
      "vs the packed-bytes limit, every exchange validated",
@@ -162,6 +167,8 @@ int main(int argc, char** argv) {
     rc = dtmpi::bench::bench_halo(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "latency") == 0)
     rc = dtmpi::bench::bench_latency(argc - 1, argv + 1);
+  else if (argc > 1 && std::strcmp(argv[1], "coll") == 0)
+    rc = dtmpi::bench::bench_coll(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "commit") == 0)
     rc = dtmpi::bench::bench_commit(argc - 1, argv + 1);
   else if (dtmpi::tools::launcher_rank() == 0)

@@ -118,6 +118,7 @@
   X(MPI_Neighbor_alltoall) \
   X(MPI_Neighbor_alltoallv) \
   X(MPI_Neighbor_alltoallw) \
+  X(MPI_Op_commutative) \
   X(MPI_Pack) \
   X(MPI_Pack_size) \
   X(MPI_Probe) \

@@ -3,6 +3,7 @@
 // buffer is one the system MPI cannot take; in a job with GPUs the blocking
 // neighbor allgathers go point to point (interpose/coll_p2p.hpp). Arguments MPI ignores on a rank
 // (a non-root's receive buffer of a gather, ...) are never looked at.
+#include "coll/coll.hpp"
 #include "interpose/coll_p2p.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
@@ -182,6 +183,11 @@ dtmpi::Status bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm 
                           void* b = x ? x->ptr() : buf;
                           const int c = x ? x->count() : count;
                           const MPI_Datatype t = x ? x->type() : type;
+                          // dtmpi's own algorithm where DTMPI_COLL selects one, on the
+                          // staged bytes or the user's buffer alike (src/coll)
+                          auto served = dtmpi::coll::bcast(b, c, t, root, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Ibcast)(b, c, t, root, comm, q) : REAL(MPI_Bcast)(b, c, t, root, comm);
                         });
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "base/system_mpi.hpp"
+#include "coll/coll.hpp"
 #include "interpose/boundary.hpp"
 #include "interpose/export.hpp"
 #include "rma/ops.hpp"
@@ -219,8 +220,14 @@ DTMPI_EXPORT int MPI_Win_sync(MPI_Win win) {
 // reaches MPI_Barrier before a peer's passive-target epoch to it ended
 // serves that epoch instead of blocking it (the common lock; put; unlock;
 // barrier program).
+// Without windows, dtmpi's own barrier where DTMPI_COLL selects one (src/coll).
 DTMPI_EXPORT int MPI_Barrier(MPI_Comm comm) {
-  if (rma::g_windows.load(std::memory_order_relaxed) == 0) return REAL(MPI_Barrier)(comm);
+  if (rma::g_windows.load(std::memory_order_relaxed) == 0) {
+    if (!dtmpi::coll::enabled()) return REAL(MPI_Barrier)(comm);
+    auto served = dtmpi::coll::barrier(comm, nullptr);
+    if (!served) return result(comm, served.error());
+    return served.value() ? MPI_SUCCESS : REAL(MPI_Barrier)(comm);
+  }
   MPI_Request r = MPI_REQUEST_NULL;
   dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Ibarrier)(comm, &r));
   if (!s) return result(comm, s);

@@ -1,5 +1,6 @@
 #include "runtime/config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -60,6 +61,12 @@ const std::vector<VariableDoc> kVariables = {
      "auto: where the application runs MPI_THREAD_MULTIPLE, a thread of dtmpi's serves peers' one-sided requests to "
      "this rank's windows while any exists (a target in a blocking system-MPI call still answers); off: only inside "
      "MPI calls"},
+    {"DTMPI_COLL", "system",
+     "collectives on a communicator of one node: system (the system MPI's), tuned (dtmpi's built-in choice per "
+     "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat, bcast:binomial|flat, "
+     "allreduce:recdbl|rsag|tree, reduce:binomial|flat; any op:system) and optionally tuned for the ops not named "
+     "-- docs/collectives.md"},
+    {"DTMPI_COLL_SCRATCH", "262144", "DTMPI_COLL: bytes of each of the 4 shared scratch slots per rank (larger messages go in chunks of this size)"},
     {"DTMPI_TRACE", "",
      "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
      "(tools/trace_timeline.py merges them)"},
@@ -179,6 +186,34 @@ int64_t number(const char* name, int64_t dflt, int64_t min, int64_t max, bool su
   return n;
 }
 
+// DTMPI_COLL: "system", "tuned", or a comma list of "tuned" and op:algorithm
+// items naming kCollAlgorithms; anything else is rejected as a whole.
+std::string coll_choice() {
+  const char* v = value_of("DTMPI_COLL");
+  if (!v) return "system";
+  const std::string s = lower(v);
+  bool ok = true;
+  size_t at = 0;
+  while (ok && at <= s.size()) {
+    const size_t end = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, end - at);
+    at = end + 1;
+    if (item == "tuned" || item == "system") continue;
+    const size_t colon = item.find(':');
+    bool known = false;
+    for (const std::string row : kCollAlgorithms) {
+      const std::string op = row.substr(0, row.find(' '));
+      if (colon == std::string::npos || item.substr(0, colon) != op) continue;
+      const std::string alg = " " + item.substr(colon + 1) + " ";
+      known = (row + " ").find(alg) != std::string::npos && alg.size() > 2;
+    }
+    ok = known;
+  }
+  if (ok) return s;
+  reject("DTMPI_COLL", v, "system, tuned or a comma list of op:algorithm (docs/configuration.md)", "system");
+  return "system";
+}
+
 int level_of(const std::string& s) {
   if (s == "error") return 0;
   if (s == "info" || s == "decisions") return 2;
@@ -210,6 +245,8 @@ Config read_environment() {
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);
   c.rma = choice("DTMPI_RMA", "auto", {"auto", "all", "off"}, {{"0", "off"}, {"1", "all"}});
   c.rma_thread = choice("DTMPI_RMA_THREAD", "auto", {"auto", "off"}, {{"0", "off"}});
+  c.coll = coll_choice();
+  c.coll_scratch = number("DTMPI_COLL_SCRATCH", 256 << 10, 4096, int64_t{1} << 30, true);
   c.cache_dir = cache_dir();
   c.trace = text("DTMPI_TRACE");
   log::g_level.store(level_of(c.log));

@@ -50,6 +50,10 @@ struct Config {
   // DTMPI_RMA_THREAD: auto (a progress thread for dtmpi's windows where the
   // application runs MPI_THREAD_MULTIPLE) or off
   std::string rma_thread = "auto";
+  // DTMPI_COLL: system (default), tuned, or a list of <op>:<algorithm> and
+  // "tuned" (src/coll/select.hpp); validated here against kCollAlgorithms
+  std::string coll = "system";
+  int64_t coll_scratch = 256 << 10;  // DTMPI_COLL_SCRATCH: bytes per slot (4) of each rank's scratch
   std::string trace;  // DTMPI_TRACE: path prefix of the trace files (empty: off; base/trace.hpp)
 };
 
@@ -84,6 +88,12 @@ struct VariableDoc {
 extern const std::vector<VariableDoc> kVariables;
 
 const Config& config();
+// The operations and algorithms DTMPI_COLL may name ("op:alg"), one string
+// per operation: "op alg1 alg2 ..." (src/coll implements each).
+// (Constant data, not a std::vector: the environment may be read by another
+// library object's static constructor, before a vector here is built.)
+inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat system", "bcast binomial flat system",
+                                                  "allreduce recdbl rsag tree system", "reduce binomial flat system"};
 const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();

@@ -56,14 +56,14 @@ uint64_t total(Counter c) {
 std::string format_stats() {
   auto v = [](Counter c) { return static_cast<unsigned long long>(total(c)); };
   const type::PlanCounts plans = type::plan_counts();  // plans are built at a type's first use
-  char buf[1536];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "types planned %llu, left to MPI %llu; MPI_Pack %llu, MPI_Unpack %llu, with GPU "
                 "buffers %llu by dtmpi (returned queued %llu, %llu bytes), %llu passed through; staged sends %llu, "
                 "staged receives %llu; multi-message sends %llu (%llu in place), chunked sends %llu, batched sends %llu in %llu launches, receives %llu, CUDA IPC reads %llu, CUDA-aware sends %llu, persistent starts %llu; staged collectives %llu, "
                 "point-to-point collectives %llu (pieces to itself %llu); staging buffers lent %llu, returned %llu; "
                 "RMA windows %llu, operations %llu (%llu direct over CUDA IPC), applied as target %llu; "
-                "MPI_Alloc_mem ranges proven host %d",
+                "MPI_Alloc_mem ranges proven host %d; dtmpi's collective algorithms %llu",
                 static_cast<unsigned long long>(plans.planned), static_cast<unsigned long long>(plans.unplanned),
                 v(Counter::kPacks),
                 v(Counter::kUnpacks), v(Counter::kGpuPacks), v(Counter::kGpuPacksQueued), v(Counter::kPackedBytes), v(Counter::kForwarded),
@@ -71,7 +71,7 @@ std::string format_stats() {
                 v(Counter::kMultiRecvs), v(Counter::kIpcReads), v(Counter::kDeviceSends), v(Counter::kPersistentStarts), v(Counter::kStagedCollectives),
                 v(Counter::kP2pCollectives), v(Counter::kSelfPieces), v(Counter::kStagingAcquired), v(Counter::kStagingReleased),
                 v(Counter::kRmaWindows), v(Counter::kRmaOps), v(Counter::kRmaDirect), v(Counter::kRmaApplied),
-                host_range_count());
+                host_range_count(), v(Counter::kTunedCollectives));
   return buf;
 }
 

@@ -34,6 +34,7 @@ enum class Counter : int {
   kRmaOps,             // ... one-sided operations issued on them ...
   kRmaDirect,          // ... of those, moved directly into or out of a mapped peer window (CUDA IPC) ...
   kRmaApplied,         // ... and applied at this rank as their target
+  kTunedCollectives,   // collectives run by dtmpi's own algorithms (src/coll)
   kCount
 };
 

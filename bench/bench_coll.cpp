@@ -1,0 +1,142 @@
+// dtmpi-bench coll: Barrier, Bcast, Allreduce and Reduce on MPI_COMM_WORLD,
+// 8 B to 1 MiB: the system MPI's own (PMPI_*) against each of dtmpi's
+// algorithms (src/coll, forced) and the built-in "tuned" choice, in one run.
+// Each cell is the time per call of back-to-back blocking calls (the slowest
+// rank's), the median of interleaved samples (sample k of every variant
+// before sample k+1 of any).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coll/coll.hpp"
+#include "timing.hpp"
+
+namespace dtmpi::bench {
+
+namespace {
+
+using coll::Algorithm;
+using coll::CollOpKind;
+
+struct Variant {
+  const char* name;
+  Algorithm alg;
+};
+
+struct OpCase {
+  const char* name;
+  CollOpKind kind;
+  std::vector<Variant> variants;  // dtmpi's algorithms
+};
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> c = {
+      {"barrier", CollOpKind::kBarrier, {{"dissem", Algorithm::kDissemination}, {"flat", Algorithm::kFlat}}},
+      {"bcast", CollOpKind::kBcast, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
+      {"allreduce", CollOpKind::kAllreduce,
+       {{"recdbl", Algorithm::kRecursiveDoubling},
+        {"rsag", Algorithm::kReduceScatterAllgather},
+        {"tree", Algorithm::kTree}}},
+      {"reduce", CollOpKind::kReduce, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
+  };
+  return c;
+}
+
+// The system MPI's call of `kind` (root 0, MPI_SUM on doubles).
+void system_call(CollOpKind kind, const double* in, double* out, int count) {
+  switch (kind) {
+    case CollOpKind::kBarrier:
+      PMPI_Barrier(MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kBcast:
+      PMPI_Bcast(out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kAllreduce:
+      PMPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    default:
+      PMPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  }
+}
+
+// Seconds per call of `call`, the slowest rank's, median of `samples`.
+std::vector<double> time_all(const std::vector<std::function<void()>>& calls, int iters, int samples) {
+  std::vector<std::vector<double>> t(calls.size());
+  for (int s = 0; s < samples; ++s) {
+    for (size_t v = 0; v < calls.size(); ++v) {
+      calls[v]();  // warm (and the first use of a communicator's state)
+      PMPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = PMPI_Wtime();
+      for (int i = 0; i < iters; ++i) calls[v]();
+      double mine = (PMPI_Wtime() - t0) / iters, slowest = 0;
+      PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      t[v].push_back(slowest);
+    }
+  }
+  std::vector<double> out;
+  for (auto& v : t) out.push_back(median(v));
+  return out;
+}
+
+}  // namespace
+
+int bench_coll(int argc, char** argv) {
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) only = argv[++i];
+  }
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const int64_t max_bytes = quick ? (64 << 10) : (1 << 20);
+  std::vector<double> in(static_cast<size_t>(max_bytes / 8) + 1, 1.0 + me), out(in.size(), 0.0);
+  if (me == 0)
+    std::printf("collectives on %d ranks, us per call (back-to-back blocking calls, the slowest rank, median of "
+                "%d samples); ratio = system / variant (> 1: faster than the system MPI)\n",
+                n, quick ? 3 : 5);
+  for (const OpCase& oc : op_cases()) {
+    if (!only.empty() && only != oc.name) continue;
+    if (me == 0) {
+      std::printf("\n%-9s %8s %9s", oc.name, "bytes", "system");
+      for (const auto& v : oc.variants) std::printf(" %9s %6s", v.name, "ratio");
+      std::printf(" %9s %6s  tuned picks\n", "tuned", "ratio");
+    }
+    for (int64_t bytes = 8; bytes <= max_bytes; bytes *= (quick ? 8 : 4)) {
+      if (oc.kind == CollOpKind::kBarrier && bytes > 8) break;
+      const int count = static_cast<int>(bytes / 8);
+      const CollOpKind kind = oc.kind;
+      std::vector<std::function<void()>> calls;
+      calls.push_back([&, kind, count] { system_call(kind, in.data(), out.data(), count); });
+      auto forced = [&, kind, count](Algorithm a) {
+        return [&, kind, count, a] {
+          auto r = coll::run_forced(kind, a, in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+          if (!r || !r.value()) system_call(kind, in.data(), out.data(), count);
+        };
+      };
+      for (const auto& v : oc.variants) calls.push_back(forced(v.alg));
+      const Algorithm pick = coll::select_builtin(kind, n, bytes);
+      calls.push_back(pick == Algorithm::kSystem
+                          ? std::function<void()>([&, kind, count] { system_call(kind, in.data(), out.data(), count); })
+                          : std::function<void()>(forced(pick)));
+      const int iters = static_cast<int>(std::clamp<int64_t>((quick ? 1 : 4) * 2000000 / (bytes + 4000), 10, 2000));
+      const auto t = time_all(calls, iters, quick ? 3 : 5);
+      if (me != 0) continue;
+      std::printf("%-9s %8lld %9.2f", "", static_cast<long long>(bytes), t[0] * 1e6);
+      for (size_t v = 1; v < t.size(); ++v) std::printf(" %9.2f %6.2f", t[v] * 1e6, t[0] / t[v]);
+      const char* pick_name = "system";
+      for (const auto& v : oc.variants)
+        if (v.alg == pick) pick_name = v.name;
+      std::printf("  %s\n", pick_name);
+    }
+  }
+  return 0;
+}
+
+}  // namespace dtmpi::bench

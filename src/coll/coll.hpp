@@ -1,0 +1,38 @@
+// dtmpi's own collectives (src/coll): the entry the interposer calls before
+// handing a collective to the system MPI. Each answers whether it served the
+// call (blocking: done; non-blocking: *req is dtmpi's request) or left it to
+// the system MPI (false: nothing was done). The answer is the same on every
+// rank of the communicator: it depends only on DTMPI_COLL, the operation,
+// the communicator, the byte count and the (same everywhere) type and op --
+// never on where a rank's buffer lives, so a GPU buffer staged by the
+// interposer takes the same algorithm on its host copy as a peer's host one.
+#pragma once
+#include <mpi.h>
+
+#include "base/result.hpp"
+#include "coll/ops.hpp"
+
+namespace dtmpi::coll {
+
+enum class CollOpKind { kBarrier, kBcast, kAllreduce, kReduce, kCount };
+
+// The algorithm DTMPI_COLL selects for `op` on `n` ranks and `bytes` bytes
+// (kSystem: the system MPI's). "tuned" is the built-in choice (select.cpp).
+Algorithm select(CollOpKind op, int n, int64_t bytes);
+// The built-in choice ("tuned" without a table).
+Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
+// Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
+bool enabled();
+
+Result<bool> barrier(MPI_Comm comm, MPI_Request* req);
+Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req);
+Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                       MPI_Request* req);
+Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                    MPI_Request* req);
+
+// For dtmpi-bench: runs `op` with algorithm `a` forced (kSystem: false).
+Result<bool> run_forced(CollOpKind op, Algorithm a, const void* sb, void* rb, int count, MPI_Datatype type,
+                        MPI_Op mop, int root, MPI_Comm comm);
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,57 @@
+// What dtmpi's collectives keep per communicator: the node segment of the
+// one-sided primitives (transport/onesided.hpp), the sequence numbers of the
+// collectives started and finished here, the mirror of the peers' progress
+// that tells when scratch may be overwritten, and local work buffers.
+//
+// Kept as an attribute of the communicator (its delete callback frees it at
+// MPI_Comm_free / MPI_Finalize, so a reused handle never finds a stale one);
+// operations in flight hold their own reference.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/result.hpp"
+#include "transport/onesided.hpp"
+
+namespace dtmpi::coll {
+
+struct CommState {
+  std::unique_ptr<transport::NodeSegment> seg;  // null: not one node, the system MPI serves
+  int rank = 0, size = 0;
+  // Every rank starts its collectives on a communicator in the same order, so
+  // these numbers agree between ranks without a message. Sequence numbers
+  // start at 1: a flag of 0 means "nothing yet".
+  uint64_t next_seq = 1;   // the next collective (or chunk of one) to start
+  uint64_t finished = 0;   // the last one finished here (operations run in order)
+  uint64_t min_peer_done = 0;  // mirror: every peer has finished at least this one
+  uint64_t counter_expected = 0;  // adds this rank's counter has to see (flat barrier root)
+  // local work buffers of the one operation that runs at a time
+  std::vector<char> acc, tmp;
+
+  // Reserves `n` sequence numbers (chunks) for a new operation.
+  uint64_t reserve(uint64_t n) {
+    const uint64_t first = next_seq;
+    next_seq += n;
+    return first;
+  }
+  // Whether this rank's scratch slot of `seq` may be written: every peer
+  // finished seq - kScratchSlots, the last one that used it. Re-reads the peers' flags
+  // only when the mirror does not prove it (the common case reads nothing).
+  bool may_write(uint64_t seq);
+  // This rank finished `seq`: published for the peers' mirrors.
+  void finish(uint64_t seq) {
+    finished = seq;
+    transport::NodeSegment::signal(seg->flags(rank).done, seq);
+  }
+};
+
+// The state of `comm` (an intracommunicator). With `may_create` (a blocking
+// collective all ranks are in), creates it on first use: collective; a
+// communicator that spans nodes gets a state without segment. Without, null
+// when not created yet (non-blocking calls must not block to create it).
+Result<std::shared_ptr<CommState>> state_for(MPI_Comm comm, bool may_create);
+
+}  // namespace dtmpi::coll

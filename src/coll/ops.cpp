@@ -1,0 +1,208 @@
+// The frame every algorithm shares (chunks, order between the operations of
+// one communicator, the reduction helper), and Barrier / Bcast.
+#include "coll/ops.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/system_mpi.hpp"
+#include "pack/cpu_pack.hpp"
+#include "type/registry.hpp"
+
+namespace dtmpi::coll {
+
+namespace tp = dtmpi::transport;
+using Seg = tp::NodeSegment;
+
+CollOp::CollOp(std::shared_ptr<CommState> st, uint64_t chunks)
+    : st_(std::move(st)), chunks_(chunks), seq_(st_->reserve(chunks)) {}
+
+bool CollOp::step() {
+  if (done_) return true;
+  // the operations of one communicator run in the order they started: a
+  // flag of a later one must never be read as this one's
+  if (st_->finished + 1 != seq_) return false;
+  while (chunk_ < chunks_) {
+    if (!entered_) {
+      if (uses_scratch() && !st_->may_write(seq_)) return false;
+      entered_ = true;
+      phase_ = index_ = 0;
+    }
+    if (!advance()) return false;
+    st_->finish(seq_);
+    ++seq_;
+    ++chunk_;
+    entered_ = false;
+  }
+  complete();
+  done_ = true;
+  return true;
+}
+
+Status run_blocking(CollOp& op) {
+  int spins = 0;
+  while (!op.step()) {
+    tp::poll();  // earlier non-blocking ones of this communicator, others' work
+    tp::backoff(spins);
+  }
+  return mpi_status(op.error, "dtmpi collective");
+}
+
+int Reducer::left(const void* l, void* acc, int64_t count) const {
+  return REAL(MPI_Reduce_local)(l, acc, static_cast<int>(count), type, op);
+}
+
+int Reducer::right(void* acc, const void* r, int64_t count, char* tmp) const {
+  if (commutative) return REAL(MPI_Reduce_local)(r, acc, static_cast<int>(count), type, op);
+  const size_t bytes = static_cast<size_t>(count * elem);
+  std::memcpy(tmp, r, bytes);
+  const int rc = REAL(MPI_Reduce_local)(acc, tmp, static_cast<int>(count), type, op);  // tmp = acc op r
+  std::memcpy(acc, tmp, bytes);
+  return rc;
+}
+
+namespace {
+
+class Barrier final : public CollOp {
+ public:
+  Barrier(std::shared_ptr<CommState> st, bool flat) : CollOp(std::move(st), 1), flat_(flat) {}
+
+ private:
+  bool uses_scratch() const override { return false; }
+  bool advance() override { return flat_ ? flat() : dissemination(); }
+
+  // round k: signal rank me+2^k, wait for rank me-2^k (the only writer of in[k])
+  bool dissemination() {
+    const uint64_t v = tp::flag_value(seq_, 0);
+    for (; (1 << index_) < n(); ++index_, phase_ = 0) {
+      if (phase_ == 0) {
+        Seg::signal(seg().flags((me() + (1 << index_)) % n()).in[index_], v);
+        phase_ = 1;
+      }
+      if (!Seg::test(seg().flags(me()).in[index_], v)) return false;
+    }
+    return true;
+  }
+  // arrivals counted at rank 0 (atomic adds), released by its ready flag
+  bool flat() {
+    if (me() == 0) {
+      if (phase_ == 0) {
+        st_->counter_expected += static_cast<uint64_t>(n() - 1);
+        phase_ = 1;
+      }
+      if (!Seg::test(seg().flags(0).counter, st_->counter_expected)) return false;
+      publish(0);
+      return true;
+    }
+    if (phase_ == 0) {
+      Seg::add(seg().flags(0).counter, 1);
+      phase_ = 1;
+    }
+    return ready(0, 0);
+  }
+  bool flat_;
+};
+
+// The bytes travel packed: the user's buffer itself when the type is
+// contiguous, else the engine's packing (or the system MPI's MPI_Pack for a
+// type the engine cannot plan) into a local buffer first.
+class Bcast final : public CollOp {
+ public:
+  Bcast(std::shared_ptr<CommState> st, bool flat, char* data, int64_t bytes, int root, size_t chunk)
+      : CollOp(std::move(st), static_cast<uint64_t>((bytes + static_cast<int64_t>(chunk) - 1) /
+                                                    static_cast<int64_t>(chunk))),
+        flat_(flat), data_(data), bytes_(bytes), root_(root), chunk_bytes_(static_cast<int64_t>(chunk)) {
+    region_bytes_ = chunk;
+  }
+  // a non-contiguous (count, type): packed here, unpacked at the end
+  std::vector<char> packed;
+  void* user = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  type::PlanPtr plan;
+
+ private:
+  bool advance() override {
+    const int64_t off = static_cast<int64_t>(chunk_) * chunk_bytes_;
+    const size_t len = static_cast<size_t>(std::min(chunk_bytes_, bytes_ - off));
+    if (me() == root_) {
+      Seg::put(region(me(), 0), data_ + off, len);
+      publish(0);
+      return true;
+    }
+    const int vr = (me() - root_ + n()) % n();
+    const int from = flat_ ? root_ : (parent_of(vr) + root_) % n();
+    if (!ready(from, 0)) return false;
+    if (!flat_ && has_children(vr, n())) {  // children read this rank's copy
+      Seg::put(region(me(), 0), region(from, 0), len);
+      publish(0);
+      Seg::get(data_ + off, region(me(), 0), len);
+    } else {
+      Seg::get(data_ + off, region(from, 0), len);
+    }
+    return true;
+  }
+  void complete() override {
+    if (packed.empty() || me() == root_) return;
+    if (plan) {
+      pack::unpack_host(*plan, count, packed.data(), user);
+      return;
+    }
+    int pos = 0;
+    fail(REAL(MPI_Unpack)(packed.data(), static_cast<int>(packed.size()), &pos, user, count, type, comm));
+  }
+  bool flat_;
+  char* data_;
+  int64_t bytes_;
+  int root_;
+  int64_t chunk_bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollOp> make_barrier(std::shared_ptr<CommState> st, Algorithm a) {
+  if (a != Algorithm::kDissemination && a != Algorithm::kFlat) return nullptr;
+  return std::make_unique<Barrier>(std::move(st), a == Algorithm::kFlat);
+}
+
+std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, void* buf, int count,
+                                   MPI_Datatype type, int root, MPI_Comm comm) {
+  if (a != Algorithm::kBinomial && a != Algorithm::kFlat) return nullptr;
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  REAL(MPI_Type_size)(type, &size);
+  REAL(MPI_Type_get_extent)(type, &lb, &extent);
+  REAL(MPI_Type_get_true_extent)(type, &tlb, &textent);
+  const int64_t bytes = int64_t{count} * size;
+  if (bytes <= 0) return nullptr;
+  const bool contiguous = tlb == 0 && textent == size && (count == 1 || extent == size);
+  const size_t chunk = st->seg->scratch_bytes();
+  if (contiguous) {
+    return std::make_unique<Bcast>(std::move(st), a == Algorithm::kFlat, static_cast<char*>(buf), bytes, root,
+                                   chunk);
+  }
+  std::vector<char> packed(static_cast<size_t>(bytes));
+  type::PlanPtr plan = type::plan_for(type);
+  int packed_rc = MPI_SUCCESS;
+  if (st->rank == root) {
+    if (plan) {
+      pack::pack_host(*plan, count, buf, packed.data());
+    } else {
+      int pos = 0;
+      packed_rc = REAL(MPI_Pack)(buf, count, type, packed.data(), static_cast<int>(bytes), &pos, comm);
+    }
+  }
+  auto op = std::make_unique<Bcast>(std::move(st), a == Algorithm::kFlat, packed.data(), bytes, root, chunk);
+  op->packed = std::move(packed);  // the vector's storage moves with it: the pointer stays valid
+  op->user = buf;
+  op->count = count;
+  op->type = type;
+  op->comm = comm;
+  op->plan = std::move(plan);
+  // a failed pack still runs the protocol (the peers are in it): the error is the call's
+  op->error = packed_rc;
+  return op;
+}
+
+}  // namespace dtmpi::coll

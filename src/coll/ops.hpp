@@ -1,0 +1,107 @@
+// dtmpi's collective algorithms: each a non-blocking state machine
+// (transport::Operation) on the engine's one progress queue; the blocking
+// form starts the same machine and steps it to its end (run_blocking).
+//
+// A message larger than the scratch goes in chunks; each chunk is a
+// collective of its own with its own sequence number (every rank cuts the
+// same chunks: the byte count is the same everywhere). Within one sequence
+// number a rank writes each region of its scratch slot once, then raises its
+// `ready` flag to (seq, phase); readers wait for that and read the region
+// where it lies (a "get": pull, so a reader's entry is implicit, and no
+// rank ever writes into memory a peer may still be reading: a scratch slot is
+// written again kScratchSlots sequence numbers later, once every peer's
+// `done` says it has moved on -- CommState::may_write, no handshake per
+// operation).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "coll/comm_state.hpp"
+#include "transport/engine.hpp"
+
+namespace dtmpi::coll {
+
+enum class Algorithm {
+  kSystem,
+  kDissemination,  // barrier: log2(n) rounds of flag signals
+  kFlat,           // barrier: counter at rank 0 + release flag; bcast: all read the root;
+                   // reduce: the root folds every rank's input in rank order
+  kBinomial,       // bcast / reduce: binomial tree (pull from the parent / fold the children)
+  kRecursiveDoubling,  // allreduce (with the pairwise fold for non-powers of two)
+  kReduceScatterAllgather,  // allreduce: rank i folds block i of all inputs, all read all blocks
+  kTree,           // allreduce: binomial reduce to rank 0 + binomial bcast
+};
+
+class CollOp : public transport::Operation {
+ public:
+  CollOp(std::shared_ptr<CommState> st, uint64_t chunks);
+  bool step() final;
+
+ protected:
+  // Advances chunk `chunk_` (sequence number `seq_`) as far as it can without
+  // waiting; true once this rank is done with it. phase_ / index_ are reset
+  // for each chunk.
+  virtual bool advance() = 0;
+  // After the last chunk (unpacking).
+  virtual void complete() {}
+  virtual bool uses_scratch() const { return true; }
+
+  void fail(int code) {
+    if (error == MPI_SUCCESS) error = code;
+  }
+  transport::NodeSegment& seg() const { return *st_->seg; }
+  int me() const { return st_->rank; }
+  int n() const { return st_->size; }
+  char* region(int r, int k) const { return seg().scratch(r, seq_) + k * region_bytes_; }
+  bool ready(int r, unsigned phase) const {
+    return transport::NodeSegment::test(seg().flags(r).ready, transport::flag_value(seq_, phase));
+  }
+  void publish(unsigned phase) const {
+    transport::NodeSegment::signal(seg().flags(me()).ready, transport::flag_value(seq_, phase));
+  }
+
+  std::shared_ptr<CommState> st_;
+  uint64_t chunks_, chunk_ = 0, seq_;
+  size_t region_bytes_ = 0;
+  int phase_ = 0, index_ = 0;
+
+ private:
+  bool entered_ = false, done_ = false;
+};
+
+// The element-wise combination of a reduction, through the system MPI's
+// MPI_Reduce_local (every predefined op, user ops; MPI's order rules: the
+// left operand is the lower ranks' part).
+struct Reducer {
+  MPI_Datatype type;
+  MPI_Op op;
+  bool commutative;
+  int64_t elem;  // bytes of one element
+  // acc = left op acc
+  int left(const void* left, void* acc, int64_t count) const;
+  // acc = acc op right (through `tmp` unless commutative)
+  int right(void* acc, const void* right, int64_t count, char* tmp) const;
+};
+
+// Builds an operation; null where the algorithm cannot serve the call.
+std::unique_ptr<CollOp> make_barrier(std::shared_ptr<CommState> st, Algorithm a);
+std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, void* buf, int count,
+                                   MPI_Datatype type, int root, MPI_Comm comm);
+std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out,
+                                       int count, const Reducer& r);
+std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
+                                    const Reducer& r, int root);
+
+// Binomial tree helpers over relative ranks (root 0): the lowest set bit
+// (n for 0, the root's "infinite" one), the parent, and child k = vr + 2^k.
+inline int lowbit(int vr, int n) { return vr == 0 ? n : vr & -vr; }
+inline int parent_of(int vr) { return vr - (vr & -vr); }
+inline bool has_children(int vr, int n) { return lowbit(vr, n) > 1 && vr + 1 < n; }
+
+// Blocking: steps `op` (and the engine's other work) to its end.
+Status run_blocking(CollOp& op);
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,296 @@
+// Allreduce (recursive doubling, reduce-scatter + allgather, tree) and
+// Reduce (binomial tree, flat) on the node segment. Buffers are contiguous
+// (the caller checks); chunks are whole elements. The order of operands
+// follows MPI's rule for non-commutative ops: a part from lower ranks is
+// always the left operand, and every part covers a contiguous rank range.
+#include <algorithm>
+#include <cstring>
+
+#include "coll/ops.hpp"
+
+namespace dtmpi::coll {
+
+namespace {
+
+using Seg = transport::NodeSegment;
+
+// Operations whose chunk count depends on the scratch: built in two steps.
+template <class Op, class... Args>
+std::unique_ptr<CollOp> build(std::shared_ptr<CommState> st, int regions, int count, const Reducer& r,
+                              Args&&... args) {
+  // room for the 64-byte rounding of each region; an element that does not
+  // fit leaves the call to the system MPI (the same answer on every rank)
+  const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / static_cast<size_t>(regions)) - 64;
+  if (r.elem <= 0 || r.elem > room) return nullptr;
+  const int64_t cap = room / r.elem;
+  const uint64_t chunks = static_cast<uint64_t>((count + cap - 1) / cap);
+  return std::make_unique<Op>(std::move(st), chunks, cap, regions, count, r, std::forward<Args>(args)...);
+}
+
+class ChunkedReduction : public CollOp {
+ public:
+  ChunkedReduction(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count,
+                   const Reducer& r, const void* in, void* out)
+      : CollOp(std::move(st), chunks), in_(static_cast<const char*>(in)), out_(static_cast<char*>(out)),
+        count_(count), r_(r), cap_(cap) {
+    region_bytes_ = (static_cast<size_t>(cap_ * r_.elem) + 63) / 64 * 64;
+    (void)regions;
+    st_->acc.resize(static_cast<size_t>(cap_ * r_.elem));
+    st_->tmp.resize(static_cast<size_t>(cap_ * r_.elem));
+  }
+
+ protected:
+  int64_t first() const { return static_cast<int64_t>(chunk_) * cap_; }
+  int64_t m() const { return std::min<int64_t>(cap_, count_ - first()); }
+  size_t bytes() const { return static_cast<size_t>(m() * r_.elem); }
+  const char* in() const { return in_ + first() * r_.elem; }
+  char* out() const { return out_ ? out_ + first() * r_.elem : nullptr; }
+  char* tmp() const { return st_->tmp.data(); }
+  void check(int rc) {
+    if (rc != MPI_SUCCESS) fail(rc);
+  }
+  // children of relative rank vr (tree root 0) from index_ on: acc = acc op child
+  bool fold_children(int vr, int tree_root, char* acc, unsigned phase) {
+    for (; (1 << index_) < lowbit(vr, n()) && vr + (1 << index_) < n(); ++index_) {
+      const int child = (vr + (1 << index_) + tree_root) % n();
+      if (!ready(child, phase)) return false;
+      check(r_.right(acc, region(child, 0), m(), tmp()));
+    }
+    return true;
+  }
+
+  const char* in_;
+  char* out_;
+  int64_t count_;
+  Reducer r_;
+  int64_t cap_;
+};
+
+// Allreduce by recursive doubling. Non-powers of two first fold pairs
+// (2i, 2i+1) for i < n - p2 (so every survivor holds a contiguous rank range)
+// and hand the result back at the end. Regions: 0 input of a folded-out
+// rank, 1+k round k, 1+rounds the result for the folded-out partner.
+class RecursiveDoubling final : public ChunkedReduction {
+ public:
+  using ChunkedReduction::ChunkedReduction;
+
+ private:
+  bool advance() override {
+    int p2 = 1, rounds = 0;
+    while (p2 * 2 <= n()) p2 *= 2, ++rounds;
+    const int rem = n() - p2;
+    const int newrank = me() < 2 * rem ? (me() % 2 ? me() / 2 : -1) : me() - rem;
+    char* acc = out();
+    if (phase_ == 0) {
+      if (in_ != out_) std::memcpy(acc, in(), bytes());
+      phase_ = 1;
+      if (newrank < 0) {
+        Seg::put(region(me(), 0), acc, bytes());
+        publish(0);
+        phase_ = 100;
+      }
+    }
+    if (phase_ == 100) {  // folded out: wait for the partner's result
+      if (!ready(me() + 1, static_cast<unsigned>(1 + rounds))) return false;
+      Seg::get(acc, region(me() + 1, 1 + rounds), bytes());
+      return true;
+    }
+    if (phase_ == 1) {
+      if (me() < 2 * rem) {  // odd: take the even partner's part (lower ranks: left)
+        if (!ready(me() - 1, 0)) return false;
+        check(r_.left(region(me() - 1, 0), acc, m()));
+      }
+      phase_ = 2;
+    }
+    // phase 2 + 2k: publish round k; 3 + 2k: combine with the partner's
+    for (; index_ < rounds; ++index_) {
+      const int pnew = newrank ^ (1 << index_);
+      const int partner = pnew < rem ? pnew * 2 + 1 : pnew + rem;
+      const unsigned ph = static_cast<unsigned>(1 + index_);
+      if (phase_ == 2) {
+        Seg::put(region(me(), 1 + index_), acc, bytes());
+        publish(ph);
+        phase_ = 3;
+      }
+      if (!ready(partner, ph)) return false;
+      if (pnew < newrank)
+        check(r_.left(region(partner, 1 + index_), acc, m()));
+      else
+        check(r_.right(acc, region(partner, 1 + index_), m(), tmp()));
+      phase_ = 2;
+    }
+    if (me() < 2 * rem) {
+      Seg::put(region(me(), 1 + rounds), acc, bytes());
+      publish(static_cast<unsigned>(1 + rounds));
+    }
+    return true;
+  }
+};
+
+// Allreduce as a reduce-scatter + allgather through the segment: every rank
+// publishes its input (region 0); rank i folds block i of all inputs in rank
+// order, right to left (x0 op (x1 op ... xn-1): the same bits on every rank
+// and in every run) into region 1; every rank reads every block.
+class ReduceScatterAllgather final : public ChunkedReduction {
+ public:
+  using ChunkedReduction::ChunkedReduction;
+
+ private:
+  int64_t block_lo(int i) const { return m() / n() * i + std::min<int64_t>(i, m() % n()); }
+  int64_t block_len(int i) const { return m() / n() + (i < m() % n() ? 1 : 0); }
+  bool advance() override {
+    if (phase_ == 0) {
+      Seg::put(region(me(), 0), in(), bytes());
+      publish(0);
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      for (; index_ < n(); ++index_)
+        if (!ready(index_, 0)) return false;
+      const int64_t lo = block_lo(me()), len = block_len(me());
+      if (len > 0) {
+        char* dst = region(me(), 1) + lo * r_.elem;
+        std::memcpy(dst, region(n() - 1, 0) + lo * r_.elem, static_cast<size_t>(len * r_.elem));
+        for (int j = n() - 2; j >= 0; --j) check(r_.left(region(j, 0) + lo * r_.elem, dst, len));
+      }
+      publish(1);
+      phase_ = 2;
+      index_ = 0;
+    }
+    for (; index_ < n(); ++index_) {
+      if (!ready(index_, 1)) return false;
+      const int64_t lo = block_lo(index_);
+      Seg::get(out() + lo * r_.elem, region(index_, 1) + lo * r_.elem, static_cast<size_t>(block_len(index_) * r_.elem));
+    }
+    return true;
+  }
+};
+
+// Allreduce as a binomial reduce to rank 0 (region 0: a subtree's part)
+// followed by a binomial bcast from it (region 1).
+class TreeAllreduce final : public ChunkedReduction {
+ public:
+  using ChunkedReduction::ChunkedReduction;
+
+ private:
+  bool advance() override {
+    char* acc = out();
+    if (phase_ == 0) {
+      if (in_ != out_) std::memcpy(acc, in(), bytes());
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      if (!fold_children(me(), 0, acc, 0)) return false;
+      if (me() != 0) {
+        Seg::put(region(me(), 0), acc, bytes());
+        publish(0);
+      }
+      phase_ = 2;
+    }
+    if (me() == 0) {
+      Seg::put(region(0, 1), acc, bytes());
+      publish(1);
+      return true;
+    }
+    const int parent = parent_of(me());
+    if (!ready(parent, 1)) return false;
+    if (has_children(me(), n())) {
+      Seg::put(region(me(), 1), region(parent, 1), bytes());
+      publish(1);
+    }
+    Seg::get(acc, region(parent, 1), bytes());
+    return true;
+  }
+};
+
+// Reduce: binomial tree rooted at `root` for a commutative op, at rank 0 for
+// a non-commutative one (subtrees are then contiguous rank ranges), whose
+// result the root then reads (region 1). Flat: the root folds all inputs in
+// rank order.
+class Reduce final : public ChunkedReduction {
+ public:
+  Reduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count, const Reducer& r,
+         const void* in, void* out, int root, bool flat)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root), flat_(flat) {}
+
+ private:
+  bool advance() override { return flat_ ? flat() : tree(); }
+  bool tree() {
+    const int tree_root = r_.commutative ? root_ : 0;
+    const int vr = (me() - tree_root + n()) % n();
+    char* acc = me() == root_ ? out() : st_->acc.data();
+    if (phase_ == 0) {
+      if (!has_children(vr, n()) && vr != 0) {  // a leaf publishes its input as it is
+        Seg::put(region(me(), 0), in(), bytes());
+        publish(0);
+        phase_ = 2;
+      } else {
+        if (acc != in()) std::memcpy(acc, in(), bytes());
+        phase_ = 1;
+      }
+    }
+    if (phase_ == 1) {
+      if (!fold_children(vr, tree_root, acc, 0)) return false;
+      phase_ = 2;
+      if (vr != 0) {
+        Seg::put(region(me(), 0), acc, bytes());
+        publish(0);
+      } else if (me() == root_) {
+        return true;
+      } else {  // rank 0 of a non-commutative op: the root reads the result
+        Seg::put(region(me(), 1), acc, bytes());
+        publish(1);
+        return true;
+      }
+    }
+    if (me() != root_) return true;
+    if (!ready(0, 1)) return false;
+    Seg::get(out(), region(0, 1), bytes());
+    return true;
+  }
+  bool flat() {
+    if (me() != root_) {
+      Seg::put(region(me(), 0), in(), bytes());
+      publish(0);
+      return true;
+    }
+    for (; index_ < n(); ++index_)
+      if (index_ != me() && !ready(index_, 0)) return false;
+    auto part = [&](int j) -> const char* { return j == me() ? in() : region(j, 0); };
+    char* acc = st_->acc.data();
+    std::memcpy(acc, part(n() - 1), bytes());
+    for (int j = n() - 2; j >= 0; --j) check(r_.left(part(j), acc, m()));
+    std::memcpy(out(), acc, bytes());
+    return true;
+  }
+  int root_;
+  bool flat_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out,
+                                       int count, const Reducer& r) {
+  if (count <= 0) return nullptr;
+  switch (a) {
+    case Algorithm::kRecursiveDoubling: {
+      int rounds = 0;
+      while ((2 << rounds) <= st->size) ++rounds;
+      return build<RecursiveDoubling>(std::move(st), rounds + 2, count, r, in, out);
+    }
+    case Algorithm::kReduceScatterAllgather:
+      return build<ReduceScatterAllgather>(std::move(st), 2, count, r, in, out);
+    case Algorithm::kTree:
+      return build<TreeAllreduce>(std::move(st), 2, count, r, in, out);
+    default:
+      return nullptr;
+  }
+}
+
+std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
+                                    const Reducer& r, int root) {
+  if (count <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat)) return nullptr;
+  return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat);
+}
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,100 @@
+// DTMPI_COLL (validated by runtime/config.cpp) as a table per operation, and
+// the built-in choice of "tuned".
+#include <unistd.h>
+
+#include <array>
+#include <string>
+
+#include "coll/coll.hpp"
+#include "runtime/config.hpp"
+
+namespace dtmpi::coll {
+
+namespace {
+
+constexpr Algorithm kTunedMarker = static_cast<Algorithm>(-1);
+
+struct Table {
+  std::array<Algorithm, static_cast<size_t>(CollOpKind::kCount)> alg;
+  bool any = false;
+};
+
+Algorithm parse_alg(const std::string& s) {
+  if (s == "dissemination") return Algorithm::kDissemination;
+  if (s == "flat") return Algorithm::kFlat;
+  if (s == "binomial") return Algorithm::kBinomial;
+  if (s == "recdbl") return Algorithm::kRecursiveDoubling;
+  if (s == "rsag") return Algorithm::kReduceScatterAllgather;
+  if (s == "tree") return Algorithm::kTree;
+  return Algorithm::kSystem;
+}
+
+Table read_table() {
+  Table t;
+  t.alg.fill(Algorithm::kSystem);
+  const std::string& v = runtime::config().coll;
+  static const char* kOps[] = {"barrier", "bcast", "allreduce", "reduce"};
+  // "tuned" first (it fills the ops not named), then the named ones
+  bool tuned = false;
+  for (size_t at = 0; at <= v.size();) {
+    const size_t end = std::min(v.find(',', at), v.size());
+    if (v.substr(at, end - at) == "tuned") tuned = true;
+    at = end + 1;
+  }
+  if (tuned) t.alg.fill(kTunedMarker);
+  for (size_t at = 0; at <= v.size();) {
+    const size_t end = std::min(v.find(',', at), v.size());
+    const std::string item = v.substr(at, end - at);
+    at = end + 1;
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) continue;
+    for (size_t i = 0; i < t.alg.size(); ++i)
+      if (item.substr(0, colon) == kOps[i]) t.alg[i] = parse_alg(item.substr(colon + 1));
+  }
+  for (Algorithm a : t.alg) t.any = t.any || a != Algorithm::kSystem;
+  return t;
+}
+
+const Table& table() {
+  static const Table t = read_table();
+  return t;
+}
+
+}  // namespace
+
+// The built-in choice, from dtmpi-bench coll on the 2-core VM (Open MPI
+// 4.1.4, MPICH 4.0.2; 2 and 4 ranks: bench/results/coll-vm-2026-11-26.txt):
+// dtmpi's algorithms only in the cells where they measured faster than the
+// system MPI. Below ~512 B the system MPI's eager sends let a root return at
+// once and win; with more ranks than cores every flag wait costs a context
+// switch, so the smallest sizes stay the system MPI's there too. Without
+// oversubscription recursive doubling and the binomial reduce won up to
+// 512 KiB on both MPIs (the quiet 2-rank runs); Bcast from 2 KiB won 2-3x
+// with Open MPI but lost 6-13% with MPICH 4.0.2 at 8-32 KiB.
+Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
+  static const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  const bool oversubscribed = n > cores;
+  switch (op) {
+    case CollOpKind::kBarrier:
+      return oversubscribed ? Algorithm::kSystem : Algorithm::kDissemination;
+    case CollOpKind::kBcast:
+      return bytes >= 512 && bytes <= (64 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
+    case CollOpKind::kAllreduce:
+      if (!oversubscribed) return bytes <= (512 << 10) ? Algorithm::kRecursiveDoubling : Algorithm::kSystem;
+      return bytes >= 2048 && bytes <= (64 << 10) ? Algorithm::kReduceScatterAllgather : Algorithm::kSystem;
+    case CollOpKind::kReduce:
+      if (!oversubscribed) return bytes >= 512 && bytes <= (512 << 10) ? Algorithm::kBinomial : Algorithm::kSystem;
+      return bytes >= 2048 && bytes <= (32 << 10) ? Algorithm::kFlat : Algorithm::kSystem;
+    default:
+      return Algorithm::kSystem;
+  }
+}
+
+bool enabled() { return table().any; }
+
+Algorithm select(CollOpKind op, int n, int64_t bytes) {
+  const Algorithm a = table().alg[static_cast<size_t>(op)];
+  return a == kTunedMarker ? select_builtin(op, n, bytes) : a;
+}
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,102 @@
+#include "transport/onesided.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "base/system_mpi.hpp"
+#include "runtime/config.hpp"
+
+namespace dtmpi::transport {
+
+namespace {
+
+std::atomic<unsigned> g_segments{0};
+
+// Whether every rank of `comm` shares this node (DTMPI_RANKS_PER_NODE emulates
+// nodes of that many consecutive ranks, as placement does).
+Result<bool> one_node(MPI_Comm comm, int size) {
+  const int64_t emulated = runtime::config().ranks_per_node;
+  if (emulated > 0 && emulated < size) return false;
+  MPI_Comm node = MPI_COMM_NULL;
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int node_size = 0;
+  REAL(MPI_Comm_size)(node, &node_size);
+  REAL(MPI_Comm_free)(&node);
+  return node_size == size;
+}
+
+}  // namespace
+
+void backoff(int& spins) {
+  // ~1-2 us of pauses before the first yield: a peer on another core answers
+  // in well under that; one waiting for this core gets it at the first yield
+  if (++spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
+  sched_yield();
+}
+
+void NodeSegment::wait(const PaddedFlag& f, uint64_t at_least) {
+  int spins = 0;
+  while (!test(f, at_least)) backoff(spins);
+}
+
+void NodeSegment::put(char* remote, const void* src, size_t n) { std::memcpy(remote, src, n); }
+void NodeSegment::get(void* dst, const char* remote, size_t n) { std::memcpy(dst, remote, n); }
+
+Result<std::unique_ptr<NodeSegment>> NodeSegment::create(MPI_Comm comm, size_t scratch) {
+  std::unique_ptr<NodeSegment> s(new NodeSegment);
+  REAL(MPI_Comm_rank)(comm, &s->rank_);
+  REAL(MPI_Comm_size)(comm, &s->size_);
+  s->scratch_ = (scratch + 63) / 64 * 64;
+  auto local = one_node(comm, s->size_);
+  if (!local) return local.error();
+  if (!local.value()) return std::unique_ptr<NodeSegment>();
+  s->bytes_ = static_cast<size_t>(s->size_) * s->area_bytes();
+
+  // the leader creates and sizes the object; every rank maps it by name
+  char name[64] = {};
+  int ok = 1;
+  if (s->rank_ == 0) {
+    std::snprintf(name, sizeof name, "/dtmpi-coll-%d-%u", static_cast<int>(getpid()), g_segments.fetch_add(1));
+    const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ok = fd >= 0 && ftruncate(fd, static_cast<off_t>(s->bytes_)) == 0;
+    if (fd >= 0) close(fd);
+    if (!ok) {
+      if (fd >= 0) shm_unlink(name);
+      name[0] = '\0';
+    }
+  }
+  DTMPI_MPI_CHECK(REAL(MPI_Bcast)(name, sizeof name, MPI_CHAR, 0, comm));
+  if (name[0]) {
+    const int fd = shm_open(name, O_RDWR, 0600);
+    void* p = fd >= 0 ? mmap(nullptr, s->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0) close(fd);
+    ok = p != MAP_FAILED;
+    if (ok) s->base_ = static_cast<char*>(p);
+  } else {
+    ok = 0;
+  }
+  // every rank has mapped it (or failed) before the name goes away; the
+  // pages stay until the last unmap
+  int all = 0;
+  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
+  if (s->rank_ == 0 && name[0]) shm_unlink(name);
+  if (!all) return std::unique_ptr<NodeSegment>();  // ~NodeSegment unmaps
+  return s;
+}
+
+NodeSegment::~NodeSegment() {
+  if (base_) munmap(base_, bytes_);
+}
+
+}  // namespace dtmpi::transport

@@ -1,0 +1,109 @@
+// One-sided primitives between the processes of one node, for dtmpi's own
+// collectives (src/coll): a shared-memory segment per communicator, created
+// once by the node leader with POSIX shm_open + mmap (its name broadcast on the
+// communicator; unlinked as soon as every member has mapped it, so a crashed
+// job leaves nothing behind). Each rank owns one area of the segment: a few
+// cache-line-padded flags and a scratch buffer in kScratchSlots slots (the
+// collective's sequence number modulo kScratchSlots: so many collectives of
+// a communicator may be in flight, or run ahead on the root of a loose
+// sequence of calls, before a writer waits for its readers). MPI_Win_allocate_shared is not used: Open
+// MPI 4.1's default one-sided component fails it where dtmpi must work.
+//
+// The primitives are the thesis's (research digest seed-001, section 4.1):
+// put / get (memcpy into or out of a peer's scratch), signal (a release store
+// of a monotonic value into a peer's flag: a "signaling put" when it follows
+// a put), add (a counting put: atomic add on a peer's counter) and the
+// non-blocking test / blocking wait on a flag. Flags only ever grow (values
+// are (sequence << kPhaseBits) | phase), so no flag is ever reset and a late
+// reader can never mistake an old value for a new one.
+//
+// Only processes of one node: a communicator that spans nodes has no segment
+// (create() answers nullptr) and its collectives stay the system MPI's; a
+// backend over the system MPI's point-to-point for other nodes, and one over
+// CUDA IPC for device buffers, are meant to implement the same five verbs.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "base/result.hpp"
+
+namespace dtmpi::transport {
+
+inline constexpr int kPhaseBits = 8;
+// The flag value of `phase` of collective number `seq`.
+inline constexpr uint64_t flag_value(uint64_t seq, unsigned phase) { return (seq << kPhaseBits) | phase; }
+
+// One cache line each, so a writer never invalidates a neighbour's flag.
+struct alignas(64) PaddedFlag {
+  std::atomic<uint64_t> v{0};
+  char pad[64 - sizeof(std::atomic<uint64_t>)];
+};
+
+// Flags of one rank's area: `done` (the last sequence number this rank has
+// finished: peers read it to know when scratch may be reused), `ready`
+// (written by the owner: its scratch holds data of a phase), `counter`
+// (atomic adds by peers) and `in[k]` (written by exactly one peer per round).
+inline constexpr int kInFlags = 32;
+inline constexpr unsigned kScratchSlots = 4;
+struct RankFlags {
+  PaddedFlag done, ready, counter;
+  PaddedFlag in[kInFlags];
+};
+
+class NodeSegment {
+ public:
+  // Collective over `comm` (an intracommunicator): every rank gets a segment,
+  // or every rank gets null (spans nodes, or shared memory failed somewhere:
+  // all ranks agree by an allreduce of the outcome). `scratch` bytes per slot.
+  static Result<std::unique_ptr<NodeSegment>> create(MPI_Comm comm, size_t scratch);
+  ~NodeSegment();
+  NodeSegment(const NodeSegment&) = delete;
+  NodeSegment& operator=(const NodeSegment&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t scratch_bytes() const { return scratch_; }
+
+  RankFlags& flags(int r) const { return *reinterpret_cast<RankFlags*>(area(r)); }
+  // The scratch slot of sequence number `seq` in rank r's area.
+  char* scratch(int r, uint64_t seq) const { return area(r) + flags_bytes() + (seq % kScratchSlots) * scratch_; }
+
+  // The verbs. put/get move bytes into / out of a peer's scratch (plain
+  // copies: ordering comes from the signal that follows or the wait before).
+  static void put(char* remote, const void* src, size_t n);
+  static void get(void* dst, const char* remote, size_t n);
+  // A monotonic maximum, not a store: a flag some algorithm lets two peers
+  // write (in different collectives) never goes back.
+  static void signal(PaddedFlag& f, uint64_t value) {
+    uint64_t now = f.v.load(std::memory_order_relaxed);
+    while (now < value && !f.v.compare_exchange_weak(now, value, std::memory_order_release, std::memory_order_relaxed)) {
+    }
+  }
+  static void add(PaddedFlag& f, uint64_t n) { f.v.fetch_add(n, std::memory_order_acq_rel); }
+  static bool test(const PaddedFlag& f, uint64_t at_least) {
+    return f.v.load(std::memory_order_acquire) >= at_least;
+  }
+  // Spins briefly, then yields the core (ranks may outnumber cores: pure
+  // spinning would starve the very peer being waited for).
+  static void wait(const PaddedFlag& f, uint64_t at_least);
+
+ private:
+  NodeSegment() = default;
+  static size_t flags_bytes() { return (sizeof(RankFlags) + 63) / 64 * 64; }
+  size_t area_bytes() const { return flags_bytes() + kScratchSlots * scratch_; }
+  char* area(int r) const { return base_ + static_cast<size_t>(r) * area_bytes(); }
+
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
+  size_t scratch_ = 0;
+  int rank_ = 0, size_ = 0;
+};
+
+// One step of a polling loop: a pause for the first spins, then sched_yield.
+void backoff(int& spins);
+
+}  // namespace dtmpi::transport
