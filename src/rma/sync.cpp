@@ -77,13 +77,18 @@ Status fence_sync(Window& w) {
   // every request of the epoch to this rank is applied
   wait_until([&] { return w.fence_marks >= expected && replies_all_done(w); });
   w.fence_marks -= expected;
+  // this epoch's errors, taken now: a peer that left the barrier below first
+  // may already send the next epoch's requests, whose errors belong to the
+  // next synchronization (seen under load: a bad put of the next epoch
+  // reported by the fence before it)
+  Status epoch = take_deferred(w);
   // nobody starts the next epoch's requests before every target has applied
   // this one's (they would otherwise be applied among them)
   DTMPI_MPI_CHECK(REAL(MPI_Ibarrier)(w.comm, &r));
   DTMPI_TRY(wait_request(r));
   for (Peer& p : w.peers) p.accumulates_queued = false;  // every target applied them
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  return take_deferred(w);
+  return epoch;
 }
 
 Status fence(Window& w, int assert_flags) {
