@@ -69,7 +69,7 @@ void fill(std::vector<char>& buf, const TypeCase& t, int64_t count, std::mt19937
   } else if (t.type == MPI_INT) {
     for (int64_t i = 0; i < count; ++i) reinterpret_cast<int*>(buf.data())[i] = d(rng) * (i % 2 ? -1 : 1);
   } else if (t.type == MPI_LONG_LONG) {
-    for (int64_t i = 0; i < count; ++i) reinterpret_cast<long long*>(buf.data())[i] = d(rng) << (i % 40);
+    for (int64_t i = 0; i < count; ++i) reinterpret_cast<long long*>(buf.data())[i] = static_cast<long long>(d(rng)) << (i % 40);
   } else if (t.type == MPI_2INT) {
     for (int64_t i = 0; i < 2 * count; ++i) reinterpret_cast<int*>(buf.data())[i] = d(rng);
   } else {
