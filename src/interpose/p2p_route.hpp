@@ -59,7 +59,8 @@ bool may_stage(MPI_Datatype type, HostPacking host = HostPacking::kWhereBetter);
 HostPacking receive_packing();
 
 // The commonest call, decided inline with one memo lookup: a predefined type
-// (no plan; its size known to this thread's memo) on host memory, of fewer
+// or one run of bytes like it (type::CacheEntry::run_size; its size known to
+// this thread's memo) on host memory, of fewer
 // than `max_bytes` bytes: the system MPI takes it as it is. False means "ask
 // must_stage / route_receive" (with `asked`), never "stage" (issue 29: a host
 // ping-pong pays a few loads, with or without GPUs).
@@ -67,8 +68,9 @@ HostPacking receive_packing();
                                               Asked& asked) {
   asked.memo = type::memo(type);
   asked.classified = false;
-  if (asked.memo.plan || asked.memo.named_size < 0) return false;  // derived, or a size not learned yet
-  if (int64_t{count} * asked.memo.named_size >= max_bytes) return false;
+  // derived (but for one run of bytes, as a predefined type), or a size not learned yet
+  if (asked.memo.run_size < 0) return false;
+  if (int64_t{count} * asked.memo.run_size >= max_bytes) return false;
   asked.info = runtime::buffer_info(buf, type);
   asked.classified = true;
   return !runtime::on_gpu(asked.info);
@@ -83,9 +85,8 @@ HostPacking receive_packing();
                                                       int64_t max_bytes) {
   const type::registry_detail::CacheEntry* e = type::registry_detail::cached_entry_no_call(type);
   // (INT64_MAX, the sends': no count * size reaches it; a constant where inlined)
-  return e && !e->plan && e->named_size >= 0 &&
-         (max_bytes == INT64_MAX || int64_t{count} * e->named_size < max_bytes) &&
-         runtime::buffer_host_without_call(buf);
+  return e && e->run_size >= 0 && (max_bytes == INT64_MAX || int64_t{count} * e->run_size < max_bytes) &&
+         runtime::buffer_host_without_call(buf, type);
 }
 
 using transport::RecvRoute;

@@ -13,37 +13,16 @@
 #include "runtime/system_info.hpp"
 
 namespace dtmpi::runtime {
-namespace {
 
-// MPI_Datatype is a pointer in Open MPI and an int in MPICH (a template, so
-// that the branch not taken is not compiled).
-template <class Handle>
-uint64_t key_of(Handle t) {
-  if constexpr (std::is_pointer_v<Handle>)
-    return reinterpret_cast<uintptr_t>(t);
-  else
-    return static_cast<uint64_t>(static_cast<uint32_t>(t));
-}
+using buffer_hint_detail::key_of;
+using buffer_hint_detail::ThreadHints;
+
+namespace {
 
 struct HintTable {
   std::shared_mutex mu;
   std::unordered_map<uint64_t, PointerInfo> hints;
-  std::atomic<uint64_t> generation{1};    // bumped by every change of `hints`
 };
-
-// The last answers of this thread, valid while the generation is unchanged:
-// a call with a hinted type then takes no lock (a shared lock costs ~25 ns,
-// a tenth of a host message; issue 29).
-struct ThreadHints {
-  static constexpr int kWays = 4;
-  struct Entry {
-    uint64_t key = 0, generation = 0;
-    bool hinted = false;
-    PointerInfo info;
-  } entries[kWays];
-  int next = 0;
-};
-__attribute__((tls_model("initial-exec"))) thread_local ThreadHints t_hints;
 
 HintTable& table() {
   static auto* t = new HintTable;  // never destroyed: types may be freed in static destructors
@@ -69,7 +48,7 @@ bool set_buffer_hint(MPI_Datatype type, intptr_t value) {
   std::unique_lock lock(t.mu);
   t.hints[key_of(type)] = info;
   buffer_hint_detail::g_hinted_types.store(t.hints.size(), std::memory_order_release);
-  t.generation.fetch_add(1, std::memory_order_release);
+  buffer_hint_detail::g_generation.fetch_add(1, std::memory_order_release);
   return true;
 }
 
@@ -79,21 +58,25 @@ void drop_buffer_hint(MPI_Datatype type) {
   std::unique_lock lock(t.mu);
   t.hints.erase(key_of(type));
   buffer_hint_detail::g_hinted_types.store(t.hints.size(), std::memory_order_release);
-  t.generation.fetch_add(1, std::memory_order_release);
+  buffer_hint_detail::g_generation.fetch_add(1, std::memory_order_release);
 }
 
 namespace buffer_hint_detail {
 std::atomic<size_t> g_hinted_types{0};
+std::atomic<uint64_t> g_generation{1};
+__thread ThreadHints t_hints;
 
 PointerInfo buffer_info_hinted(const void* p, MPI_Datatype type) {
   HintTable& t = table();
   {
-    const uint64_t key = key_of(type), gen = t.generation.load(std::memory_order_acquire);
+    const uint64_t key = key_of(type), gen = g_generation.load(std::memory_order_acquire);
     ThreadHints& c = t_hints;
     ThreadHints::Entry* hit = nullptr;
     for (auto& e : c.entries)
       if (e.generation == gen && e.key == key) hit = &e;
     if (!hit) {
+      // remembered also where the type has no attribute: then
+      // buffer_host_without_call answers for it inline
       hit = &c.entries[c.next];
       c.next = (c.next + 1) % ThreadHints::kWays;
       std::shared_lock lock(t.mu);

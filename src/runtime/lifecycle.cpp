@@ -34,6 +34,8 @@ void on_mpi_initialized() {
     for (const auto& problem : invalid_values())
       DTMPI_LOG(kWarn, "%s (see docs/configuration.md)", problem.c_str());
   }
+  // the host test mode stages every derived type, one run of bytes included
+  type::set_derived_runs_direct(!test_hooks().stage_host);
   DTMPI_LOG(kInfo, "dtmpi active");
   g_initialized.store(true, std::memory_order_release);
 }

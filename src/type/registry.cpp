@@ -14,6 +14,8 @@
 namespace dtmpi::type {
 namespace {
 
+std::atomic<bool> g_derived_runs_direct{true};  // set_derived_runs_direct
+
 // What dtmpi knows of one committed type. A commit only inserts an entry: the
 // plan is built by the first lookup that needs it, and only then does MPI get
 // asked to tell us when the type dies (an attribute with a delete callback).
@@ -181,6 +183,12 @@ CacheEntry& cached_entry_miss(MPI_Datatype t, uint64_t gen) {
   e.type = t;
   e.generation = gen;
   e.named_size = -2;
+  e.run_size = -1;
+  int64_t offset = 0;
+  if (e.plan && g_derived_runs_direct.load(std::memory_order_relaxed) && e.plan->lb == 0 &&
+      e.plan->first_byte == 0 && e.plan->extent == e.plan->size && e.plan->contiguous_for_count(2, offset) &&
+      offset == 0)
+    e.run_size = e.plan->size;
   return e;
 }
 }  // namespace registry_detail
@@ -189,6 +197,12 @@ void note_commit(MPI_Datatype t) {
   // committing a committed type again changes nothing: its entry stays (an
   // unwatched entry of a type that died unseen is as good as a new one)
   insert(t, Entry{}, Existing::kKeep);
+}
+
+void set_derived_runs_direct(bool yes) {
+  g_derived_runs_direct.store(yes, std::memory_order_relaxed);
+  // memo entries made before hold the old answer: a new generation drops them
+  registry_detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 PlanPtr commit_plan(MPI_Datatype t) {
@@ -211,6 +225,7 @@ Result<int64_t> size_fast_slow(MPI_Datatype t) {
       auto s = size_of(t);
       if (!s) return s;
       e.named_size = s.value();
+      e.run_size = e.named_size;
     }
   }
   if (e.named_size >= 0) return e.named_size;

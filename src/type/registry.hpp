@@ -37,6 +37,13 @@ struct CacheEntry {
   uint64_t generation;  // 0: empty (the generation starts at 1)
   const PackPlan* plan;
   int64_t named_size;   // size of a predefined type; -1 derived, -2 not asked yet
+  // Bytes of one element where any number of elements is one run of bytes
+  // starting at the buffer, as for a predefined type: named_size, or a
+  // derived type's size whose plan is such a run (MPI_Type_dup of a
+  // predefined type, a contiguous type, lb 0); -1 otherwise. The fast paths
+  // treat such a type as a predefined one (issue 29: a type carrying the
+  // buffer-location attribute is a dup).
+  int64_t run_size;
 };
 struct ThreadCache {
   static constexpr int kWays = 4;
@@ -70,11 +77,16 @@ inline const PackPlan* find_plan(MPI_Datatype t) { return registry_detail::cache
 struct Memo {
   const PackPlan* plan;  // null: predefined, not committed, or not plannable
   int64_t named_size;    // a predefined type's size; -1 derived, -2 not asked yet (size_fast_slow asks)
+  int64_t run_size;      // CacheEntry::run_size
 };
 [[gnu::always_inline]] inline Memo memo(MPI_Datatype t) {
   const registry_detail::CacheEntry& e = registry_detail::cached_entry(t);
-  return Memo{e.plan, e.named_size};
+  return Memo{e.plan, e.named_size, e.run_size};
 }
+// Whether derived types whose plan is one run (CacheEntry::run_size) may take
+// the predefined types' fast paths (default yes). The host test mode, which
+// stages every derived type, says no at MPI_Init, before any lookup.
+void set_derived_runs_direct(bool yes);
 // The size in bytes of one element of `t`, as MPI_Type_size_x says: from the
 // plan or, for predefined types, remembered in the same thread-local cache
 // (a host receive's decision asks it on every call: issue 29); other types

@@ -378,4 +378,50 @@ TEST(PointerKind, BufferAttribute) {
   cudaFree(dgot);
 }
 
+// The attribute's point: host memory only the driver could classify (an
+// mmap'd page) sent with a "host" type costs no driver query, a dup of a
+// predefined type taking the predefined types' fast path; and with the
+// attribute on another type, an unhinted type's stack buffer neither.
+TEST(PointerKind, BufferAttributeSkipsTheDriver) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Datatype on_host, plain_dup;
+  MPI_Type_dup(MPI_BYTE, &on_host);
+  MPI_Type_dup(MPI_BYTE, &plain_dup);
+  MPI_Type_set_attr(on_host, dtmpi_buffer_keyval(), DTMPI_BUFFER_HOST);
+  auto* page = static_cast<char*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(page, MAP_FAILED);
+  char stack[8] = {};
+  const char* key = "driver pointer queries ";
+  auto pingpong = [&](char* buf, MPI_Datatype t, int tag) {
+    for (int i = 0; i < 200; ++i) {
+      if (me == 0) {
+        buf[0] = static_cast<char>(i);
+        MPI_Send(buf, 8, t, 1, tag, MPI_COMM_WORLD);
+        MPI_Recv(buf, 8, t, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ASSERT_EQ(buf[0], static_cast<char>(i + 1));
+      } else {
+        MPI_Recv(buf, 8, t, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        buf[0] = static_cast<char>(buf[0] + 1);
+        MPI_Send(buf, 8, t, 0, tag, MPI_COMM_WORLD);
+      }
+    }
+  };
+  pingpong(page, on_host, 1);  // warm: the memo and the hint learned
+  pingpong(stack, plain_dup, 2);
+  uint64_t before = dtmpi::testing::stat_value(key);
+  pingpong(page, on_host, 3);
+  EXPECT_EQ(dtmpi::testing::stat_value(key), before) << "an mmap'd page with DTMPI_BUFFER_HOST asked the driver";
+  before = dtmpi::testing::stat_value(key);
+  pingpong(stack, plain_dup, 4);
+  EXPECT_EQ(dtmpi::testing::stat_value(key), before) << "a stack buffer with a dup type asked the driver";
+  // control: without the attribute the page is the driver's to classify
+  before = dtmpi::testing::stat_value(key);
+  pingpong(page, plain_dup, 5);
+  EXPECT_GT(dtmpi::testing::stat_value(key), before) << "the counter does not count: this test cannot fail";
+  munmap(page, 4096);
+  MPI_Type_free(&on_host);
+  MPI_Type_free(&plain_dup);
+}
+
 }  // namespace
