@@ -24,233 +24,15 @@
 
 #include "base/cuda_check.hpp"
 #include "pack/gpu_pack.hpp"
+#include "pack/gpu_layout.cuh"
 #include "pack/gpu_strided_offset.cuh"
 
 namespace dtmpi::pack {
-namespace {
+namespace detail {
 
 using type::IrregularPlan;
 using type::PackPlan;
 using type::StridedPlan;
-
-constexpr int kThreads = 256;
-constexpr int kMaxOuter = type::kMaxDims + 1;  // plan dims + the count
-
-// Kernel parameters sized for the dims in use (a smaller parameter block
-// launches faster): N = kDims for the specialised kernels, kMaxDims otherwise.
-template <int N>
-struct StridedArgsN {
-  int64_t offset;
-  int ndims;
-  int64_t count[N > 0 ? N : 1];
-  int64_t stride[N > 0 ? N : 1];
-};
-using StridedArgs = StridedArgsN<type::kMaxDims>;
-
-template <int N>
-StridedArgsN<N> shrink(const StridedArgs& a) {
-  StridedArgsN<N> b{};
-  b.offset = a.offset;
-  b.ndims = a.ndims;
-  for (int d = 0; d < N && d < a.ndims; ++d) {
-    b.count[d] = a.count[d];
-    b.stride[d] = a.stride[d];
-  }
-  return b;
-}
-
-// The gate (gpu_pack.hpp): every thread block waits for the producer's counter.
-__device__ __forceinline__ void pass_gate(const Gate& gate) {
-  if (!gate.word) return;
-  if (threadIdx.x == 0) {
-    const auto* w = static_cast<const unsigned long long*>(gate.word);
-    for (;;) {
-      unsigned long long v;
-      asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(w) : "memory");
-      if (static_cast<int64_t>(v - gate.value) >= 0) break;
-      __nanosleep(200);
-    }
-  }
-  __syncthreads();
-}
-
-// Each thread moves kUnroll words per iteration, all loads issued before the
-// stores, so enough memory requests are in flight to approach bandwidth.
-constexpr int kUnroll = 4;
-
-template <typename Word, bool kPack, typename Index, int kDims>
-__global__ void __launch_bounds__(kThreads)
-    strided_kernel(StridedArgsN<kDims >= 0 ? kDims : type::kMaxDims> a, char* user, char* packed,
-                   Index words_per_block, Index first, Index total, Gate gate) {
-  pass_gate(gate);
-  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index g0 = first + static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total;
-       g0 += step * kUnroll) {
-    Word v[kUnroll];
-    int64_t off[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const Index g = g0 + static_cast<Index>(u) * step;
-      if (g < total) {
-        off[u] = strided_offset<Word, Index, kDims>(a, g, words_per_block);
-        if constexpr (kPack)
-          v[u] = *reinterpret_cast<const Word*>(user + off[u]);
-        else
-          v[u] = reinterpret_cast<const Word*>(packed)[g];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const Index g = g0 + static_cast<Index>(u) * step;
-      if (g < total) {
-        if constexpr (kPack)
-          reinterpret_cast<Word*>(packed)[g] = v[u];
-        else
-          *reinterpret_cast<Word*>(user + off[u]) = v[u];
-      }
-    }
-  }
-}
-
-struct BlockListArgs {
-  const int64_t* src_off;  // per block, relative to the body origin
-  const int64_t* start;    // per block, packed offset within one body
-  int64_t nblocks;
-  int64_t body_bytes;
-  int64_t offset;          // outer offset
-  int ndims;               // outer dims (incl. the count)
-  int64_t count[kMaxOuter];
-  int64_t stride[kMaxOuter];
-};
-
-template <typename Word, bool kPack>
-__global__ void __launch_bounds__(kThreads)
-    block_list_kernel(BlockListArgs a, char* user, char* packed, uint64_t first, uint64_t total, Gate gate) {
-  pass_gate(gate);
-  for (uint64_t g = first + static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
-       g += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pos = static_cast<int64_t>(g * sizeof(Word));
-    int64_t body = pos / a.body_bytes;
-    const int64_t r = pos - body * a.body_bytes;
-    int64_t lo = 0, hi = a.nblocks - 1;  // last block whose start <= r
-    while (lo < hi) {
-      const int64_t mid = (lo + hi + 1) >> 1;
-      if (__ldg(&a.start[mid]) <= r)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    int64_t off = a.offset + __ldg(&a.src_off[lo]) + (r - __ldg(&a.start[lo]));
-    for (int d = 0; d < a.ndims; ++d) {
-      const int64_t q = body / a.count[d];
-      off += (body - q * a.count[d]) * a.stride[d];
-      body = q;
-    }
-    Word* u = reinterpret_cast<Word*>(user + off);
-    Word* p = reinterpret_cast<Word*>(packed) + g;
-    if constexpr (kPack)
-      *p = *u;
-    else
-      *u = *p;
-  }
-}
-
-int sm_count(int device) {
-  static int cached[64] = {};
-  if (device < 0 || device >= 64) return 32;
-  if (cached[device] == 0) {
-    int n = 0;
-    if (!DTMPI_CUDA_PROBE(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device)) || n <= 0)
-      n = 32;
-    cached[device] = n;
-  }
-  return cached[device];
-}
-
-// A gated kernel (one waiting for a peer's counter) is capped at
-// kGatedBlocksPerSm thread blocks per SM: its blocks hold their SM slots while
-// they wait, and a full grid of them would keep every other kernel of this
-// GPU -- this rank's own packs, which the late peer may itself be waiting
-// for -- from starting until the gate opens. A quarter of the SM's threads
-// still keeps enough loads in flight for reads over NVLink.
-constexpr int kGatedBlocksPerSm = 2;
-
-unsigned grid_for(uint64_t total, int device, bool gated = false) {
-  const uint64_t want = (total + kThreads - 1) / kThreads;
-  const uint64_t cap = static_cast<uint64_t>(sm_count(device)) * (gated ? kGatedBlocksPerSm : 16);
-  return static_cast<unsigned>(std::max<uint64_t>(1, std::min(want, cap)));
-}
-
-// Largest power of two <= 16 dividing every value OR-ed into `bits`.
-int word_for(uint64_t bits) {
-  for (int w = 16; w > 1; w /= 2)
-    if ((bits & static_cast<uint64_t>(w - 1)) == 0) return w;
-  return 1;
-}
-
-// Words [first, total) of the packed stream (the whole of it, or one chunk).
-template <typename Word, bool kPack, typename Index, int kDims>
-void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t first, uint64_t total,
-                    const Gate& gate, int device, cudaStream_t s) {
-  const uint64_t n = total - first;
-  strided_kernel<Word, kPack, Index, kDims><<<grid_for((n + kUnroll - 1) / kUnroll, device, gate.word != nullptr), kThreads, 0, s>>>(
-      shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb), static_cast<Index>(first),
-      static_cast<Index>(total), gate);
-}
-
-template <typename Word, bool kPack>
-void dispatch_dims(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t first, uint64_t total,
-                   const Gate& gate, int device, cudaStream_t s) {
-  const bool small = total < (uint64_t{1} << 31);
-  if (small && a.ndims == 0) return launch_strided<Word, kPack, uint32_t, 0>(a, user, packed, wpb, first, total, gate, device, s);
-  if (small && a.ndims == 1) return launch_strided<Word, kPack, uint32_t, 1>(a, user, packed, wpb, first, total, gate, device, s);
-  if (small && a.ndims == 2) return launch_strided<Word, kPack, uint32_t, 2>(a, user, packed, wpb, first, total, gate, device, s);
-  if (small && a.ndims == 3) return launch_strided<Word, kPack, uint32_t, 3>(a, user, packed, wpb, first, total, gate, device, s);
-  launch_strided<Word, kPack, uint64_t, -1>(a, user, packed, wpb, first, total, gate, device, s);
-}
-
-// `range` (bytes of this plan's packed stream, `packed` its start) must lie
-// within the stream; the word size also divides the range's ends.
-template <bool kPack>
-Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s, const Gate& gate = {},
-                   type::PackedRange range = {}) {
-  if (p.bytes() == 0) return ok_status();
-  const int64_t end = range.end_in(p.bytes());
-  if (range.first >= end) return ok_status();
-  StridedArgs a{};
-  a.offset = p.offset;
-  a.ndims = p.ndims;
-  for (int d = 0; d < p.ndims; ++d) {
-    a.count[d] = p.dims[d].count;
-    a.stride[d] = p.dims[d].stride;
-  }
-  const int w = std::min(strided_word_size(p, user, packed),
-                         word_for(static_cast<uint64_t>(range.first) | static_cast<uint64_t>(end)));
-  const uint64_t wpb = static_cast<uint64_t>(p.block / w);
-  const uint64_t first = static_cast<uint64_t>(range.first / w), total = static_cast<uint64_t>(end / w);
-  switch (w) {
-    case 16: dispatch_dims<uint4, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
-    case 8: dispatch_dims<uint2, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
-    case 4: dispatch_dims<uint32_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
-    case 2: dispatch_dims<uint16_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
-    default: dispatch_dims<uint8_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
-  }
-  DTMPI_CUDA_CHECK(cudaGetLastError());
-  return ok_status();
-}
-
-// An irregular plan's body as a flat block list in device memory.
-struct DeviceBlockList : type::PlanAttachment {
-  int device = -1;
-  int64_t* d_src_off = nullptr;
-  int64_t* d_start = nullptr;
-  int64_t nblocks = 0;
-  uint64_t align_bits = 0;  // OR of every offset and length: for the word size
-  ~DeviceBlockList() override {
-    if (d_src_off) cudaFree(d_src_off);  // errors ignored: may run after CUDA teardown
-    if (d_start) cudaFree(d_start);
-  }
-};
 
 constexpr int64_t kMaxDeviceBlocks = int64_t{1} << 24;
 
@@ -322,9 +104,8 @@ Result<DeviceBlockList*> block_list_for(const PackPlan& plan, bool from_strided,
   return static_cast<DeviceBlockList*>(att);
 }
 
-template <bool kPack>
-Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, char* user,
-                      char* packed, int device, cudaStream_t s, const Gate& gate = {}, type::PackedRange range = {}) {
+Result<BlockListArgs> block_list_args(const PackPlan& plan, bool from_strided, int64_t count, const char* user,
+                                      int device, cudaStream_t s, uint64_t& bits, int64_t& total) {
   auto got = block_list_for(plan, from_strided, device, s);
   if (!got) return got.error();
   const DeviceBlockList& list = *got.value();
@@ -332,7 +113,7 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
   a.src_off = list.d_src_off;
   a.start = list.d_start;
   a.nblocks = list.nblocks;
-  uint64_t bits = list.align_bits | reinterpret_cast<uintptr_t>(user) | reinterpret_cast<uintptr_t>(packed);
+  bits |= list.align_bits | reinterpret_cast<uintptr_t>(user);
   if (from_strided) {
     a.body_bytes = plan.strided().bytes();
     a.offset = 0;
@@ -355,10 +136,135 @@ Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, ch
     bits |= static_cast<uint64_t>(plan.extent);
   }
   bits |= static_cast<uint64_t>(a.offset) | static_cast<uint64_t>(a.body_bytes);
-  if (a.body_bytes == 0 || count == 0) return ok_status();
   int64_t outer = 1;
   for (int d = 0; d < a.ndims; ++d) outer *= a.count[d];
-  const int64_t end = range.end_in(a.body_bytes * outer);
+  total = count == 0 ? 0 : a.body_bytes * outer;
+  return a;
+}
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+using type::IrregularPlan;
+using type::PackPlan;
+using type::StridedPlan;
+
+// Each thread moves kUnroll words per iteration, all loads issued before the
+// stores, so enough memory requests are in flight to approach bandwidth.
+constexpr int kUnroll = 4;
+
+template <typename Word, bool kPack, typename Index, int kDims>
+__global__ void __launch_bounds__(kThreads)
+    strided_kernel(StridedArgsN<kDims >= 0 ? kDims : type::kMaxDims> a, char* user, char* packed,
+                   Index words_per_block, Index first, Index total, Gate gate) {
+  pass_gate(gate);
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index g0 = first + static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; g0 < total;
+       g0 += step * kUnroll) {
+    Word v[kUnroll];
+    int64_t off[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index g = g0 + static_cast<Index>(u) * step;
+      if (g < total) {
+        off[u] = strided_offset<Word, Index, kDims>(a, g, words_per_block);
+        if constexpr (kPack)
+          v[u] = *reinterpret_cast<const Word*>(user + off[u]);
+        else
+          v[u] = reinterpret_cast<const Word*>(packed)[g];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index g = g0 + static_cast<Index>(u) * step;
+      if (g < total) {
+        if constexpr (kPack)
+          reinterpret_cast<Word*>(packed)[g] = v[u];
+        else
+          *reinterpret_cast<Word*>(user + off[u]) = v[u];
+      }
+    }
+  }
+}
+
+template <typename Word, bool kPack>
+__global__ void __launch_bounds__(kThreads)
+    block_list_kernel(BlockListArgs a, char* user, char* packed, uint64_t first, uint64_t total, Gate gate) {
+  pass_gate(gate);
+  for (uint64_t g = first + static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
+       g += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const int64_t off = block_list_offset(a, static_cast<int64_t>(g * sizeof(Word)));
+    Word* u = reinterpret_cast<Word*>(user + off);
+    Word* p = reinterpret_cast<Word*>(packed) + g;
+    if constexpr (kPack)
+      *p = *u;
+    else
+      *u = *p;
+  }
+}
+
+// Words [first, total) of the packed stream (the whole of it, or one chunk).
+template <typename Word, bool kPack, typename Index, int kDims>
+void launch_strided(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t first, uint64_t total,
+                    const Gate& gate, int device, cudaStream_t s) {
+  const uint64_t n = total - first;
+  strided_kernel<Word, kPack, Index, kDims><<<grid_for((n + kUnroll - 1) / kUnroll, device, gate.word != nullptr), kThreads, 0, s>>>(
+      shrink<kDims >= 0 ? kDims : type::kMaxDims>(a), user, packed, static_cast<Index>(wpb), static_cast<Index>(first),
+      static_cast<Index>(total), gate);
+}
+
+template <typename Word, bool kPack>
+void dispatch_dims(const StridedArgs& a, char* user, char* packed, uint64_t wpb, uint64_t first, uint64_t total,
+                   const Gate& gate, int device, cudaStream_t s) {
+  const bool small = total < (uint64_t{1} << 31);
+  if (small && a.ndims == 0) return launch_strided<Word, kPack, uint32_t, 0>(a, user, packed, wpb, first, total, gate, device, s);
+  if (small && a.ndims == 1) return launch_strided<Word, kPack, uint32_t, 1>(a, user, packed, wpb, first, total, gate, device, s);
+  if (small && a.ndims == 2) return launch_strided<Word, kPack, uint32_t, 2>(a, user, packed, wpb, first, total, gate, device, s);
+  if (small && a.ndims == 3) return launch_strided<Word, kPack, uint32_t, 3>(a, user, packed, wpb, first, total, gate, device, s);
+  launch_strided<Word, kPack, uint64_t, -1>(a, user, packed, wpb, first, total, gate, device, s);
+}
+
+// `range` (bytes of this plan's packed stream, `packed` its start) must lie
+// within the stream; the word size also divides the range's ends.
+template <bool kPack>
+Status run_strided(const StridedPlan& p, char* user, char* packed, int device, cudaStream_t s, const Gate& gate = {},
+                   type::PackedRange range = {}) {
+  if (p.bytes() == 0) return ok_status();
+  const int64_t end = range.end_in(p.bytes());
+  if (range.first >= end) return ok_status();
+  StridedArgs a{};
+  a.offset = p.offset;
+  a.ndims = p.ndims;
+  for (int d = 0; d < p.ndims; ++d) {
+    a.count[d] = p.dims[d].count;
+    a.stride[d] = p.dims[d].stride;
+  }
+  const int w = std::min(strided_word_size(p, user, packed),
+                         word_for(static_cast<uint64_t>(range.first) | static_cast<uint64_t>(end)));
+  const uint64_t wpb = static_cast<uint64_t>(p.block / w);
+  const uint64_t first = static_cast<uint64_t>(range.first / w), total = static_cast<uint64_t>(end / w);
+  switch (w) {
+    case 16: dispatch_dims<uint4, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    case 8: dispatch_dims<uint2, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    case 4: dispatch_dims<uint32_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    case 2: dispatch_dims<uint16_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+    default: dispatch_dims<uint8_t, kPack>(a, user, packed, wpb, first, total, gate, device, s); break;
+  }
+  DTMPI_CUDA_CHECK(cudaGetLastError());
+  return ok_status();
+}
+
+template <bool kPack>
+Status run_block_list(const PackPlan& plan, bool from_strided, int64_t count, char* user,
+                      char* packed, int device, cudaStream_t s, const Gate& gate = {}, type::PackedRange range = {}) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(packed);
+  int64_t whole = 0;
+  auto args = block_list_args(plan, from_strided, count, user, device, s, bits, whole);
+  if (!args) return args.error();
+  const BlockListArgs& a = args.value();
+  if (whole == 0) return ok_status();
+  const int64_t end = range.end_in(whole);
   if (range.first >= end) return ok_status();
   bits |= static_cast<uint64_t>(range.first) | static_cast<uint64_t>(end);
   const int w = word_for(bits);

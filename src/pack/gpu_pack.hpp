@@ -53,6 +53,14 @@ Status pack_pieces_device(const DevicePiece* pieces, size_t n, int device, GpuSt
 Status unpack_pieces_device(const DevicePiece* pieces, size_t n, int device, GpuStream stream,
                             int* launches = nullptr);
 
+// Moves the first `bytes` of the packed stream of (src_plan, src_count) at
+// `src` into their places in (dst_plan, dst_count) at `dst` with one kernel on
+// `device` and no packed copy in between (both device-accessible: device,
+// managed or IPC-mapped memory). Either plan kind on either side.
+Status copy_layout_device(const type::PackPlan& src_plan, int64_t src_count, const void* src,
+                          const type::PackPlan& dst_plan, int64_t dst_count, void* dst, int64_t bytes, int device,
+                          GpuStream stream);
+
 // Word size (bytes per thread access) the strided kernel would use for these
 // addresses: the largest of 16, 8, 4, 2, 1 dividing both bases, the block and
 // every stride (exposed for tests and dtmpi-info --explain).

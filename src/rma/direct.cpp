@@ -40,6 +40,14 @@ Result<char*> mapped_target(Window& w, const TargetSide& t, int device) {
   return const_cast<char*>(static_cast<const char*>(m.value())) + static_cast<int64_t>(t.disp) * p.disp_unit;
 }
 
+// Memory a kernel on `device` reads and writes in place: that GPU's device
+// memory (a window mapped over IPC included: it is mapped for `device`) and
+// managed memory; not another GPU's memory of this process (no peer access
+// asked for), nor host memory, pinned or not.
+bool kernel_reaches(const runtime::PointerInfo& i, int device) {
+  return (i.kind == runtime::MemKind::kDevice && i.device == device) || i.kind == runtime::MemKind::kManaged;
+}
+
 // Moves `bytes` from (src_plan, src_count) at `src` to (dst_plan, dst_count)
 // at `dst`, both in any memory, one of them GPU memory of `device`.
 Status move(const type::PackPlan& src_plan, int64_t src_count, const char* src, const runtime::PointerInfo& si,
@@ -52,6 +60,13 @@ Status move(const type::PackPlan& src_plan, int64_t src_count, const char* src, 
   if (s_flat && d_flat) return runtime::copy_bytes(dst + d_off, src + s_off, static_cast<size_t>(bytes), device);
   if (d_flat) return runtime::gpu_pack(src_plan, src_count, src, si, dst + d_off, di);
   if (s_flat) return runtime::gpu_unpack(dst_plan, dst_count, src + s_off, si, dst, di);
+  // both layouts non-contiguous, both reached by this GPU's kernels: one
+  // kernel from layout to layout (DTMPI_TEST_TWO_KERNEL_MOVE: the pack and
+  // unpack below, to compare)
+  if (kernel_reaches(si, device) && kernel_reaches(di, device) && !runtime::test_hooks().two_kernel_move) {
+    runtime::count(runtime::Counter::kRmaLayoutKernels);
+    return runtime::gpu_copy_layout(src_plan, src_count, src, dst_plan, dst_count, dst, bytes, device);
+  }
   auto tmp = runtime::acquire_device_buffer(device, static_cast<size_t>(bytes));
   if (!tmp) return tmp.error();
   const runtime::PointerInfo ti{runtime::MemKind::kDevice, device, nullptr};

@@ -261,6 +261,7 @@ TestHooks read_test_hooks() {
   t.refuse_ipc = flag("DTMPI_TEST_REFUSE_IPC", false);
   t.ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0, INT32_MAX, false);
   t.chunk_same_gpu = flag("DTMPI_TEST_CHUNK_SAME_GPU", false);
+  t.two_kernel_move = flag("DTMPI_TEST_TWO_KERNEL_MOVE", false);
   return t;
 }
 

@@ -78,6 +78,10 @@ struct TestHooks {
   // (DTMPI_IPC_CHUNK_MIN) to receivers on this GPU too, so that one GPU
   // exercises the chunked protocol
   bool chunk_same_gpu = false;
+  // DTMPI_TEST_TWO_KERNEL_MOVE=1: an RMA put or get between two
+  // non-contiguous GPU layouts packs into a buffer and unpacks from it (two
+  // kernels) instead of one layout-to-layout kernel, to compare the two
+  bool two_kernel_move = false;
 };
 
 struct VariableDoc {

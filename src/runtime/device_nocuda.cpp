@@ -65,6 +65,10 @@ Status gpu_pack(const type::PackPlan&, int64_t, const void*, const PointerInfo&,
 Status gpu_unpack(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*, const PointerInfo&, Lane) {
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};
 }
+Status gpu_copy_layout(const type::PackPlan&, int64_t, const void*, const type::PackPlan&, int64_t, void*, int64_t,
+                       int) {
+  return Error{kErrUnsupported, "dtmpi was built without CUDA"};
+}
 bool may_queue_pack(const PointerInfo&, const PointerInfo&) { return false; }
 Status gpu_pack_queued(const type::PackPlan&, int64_t, const void*, const PointerInfo&, void*) {
   return Error{kErrUnsupported, "dtmpi was built without CUDA"};

@@ -48,6 +48,15 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
   return ok_status();
 }
 
+Status gpu_copy_layout(const type::PackPlan& src_plan, int64_t src_count, const void* src,
+                       const type::PackPlan& dst_plan, int64_t dst_count, void* dst, int64_t bytes, int device) {
+  DeviceScope scope(device);
+  auto s = stream_for(device, Lane::kSync);
+  if (!s) return s.error();
+  DTMPI_TRY(pack::copy_layout_device(src_plan, src_count, src, dst_plan, dst_count, dst, bytes, device, s.value()));
+  return finish(device, s.value());
+}
+
 Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed, const PointerInfo& pi,
                   void* user, const PointerInfo& ui, Lane lane) {
   const int64_t bytes = count * plan.size;

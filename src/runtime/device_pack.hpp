@@ -24,6 +24,13 @@ Status gpu_pack(const type::PackPlan& plan, int64_t count, const void* user, con
 Status gpu_unpack(const type::PackPlan& plan, int64_t count, const void* packed,
                   const PointerInfo& pi, void* user, const PointerInfo& ui, Lane lane = Lane::kSync);
 
+// Synchronous move of `bytes` packed bytes from (src_plan, src_count) at `src`
+// to (dst_plan, dst_count) at `dst`, both GPU memory the kernels of `device`
+// reach (device, managed, IPC-mapped): one kernel from layout to layout, no
+// packed copy (pack::copy_layout_device).
+Status gpu_copy_layout(const type::PackPlan& src_plan, int64_t src_count, const void* src,
+                       const type::PackPlan& dst_plan, int64_t dst_count, void* dst, int64_t bytes, int device);
+
 // DTMPI_PACK_ASYNC: a pack or unpack between device memory `a` and device
 // memory `b` of one GPU may return once queued -- on the legacy default
 // stream, so the application's later work on it or on any blocking stream,

@@ -63,7 +63,7 @@ std::string format_stats() {
                 "buffers %llu by dtmpi (returned queued %llu, %llu bytes), %llu passed through; staged sends %llu, "
                 "staged receives %llu; multi-message sends %llu (%llu in place), chunked sends %llu, batched sends %llu in %llu launches, receives %llu, CUDA IPC reads %llu, CUDA-aware sends %llu, persistent starts %llu; staged collectives %llu, "
                 "point-to-point collectives %llu (pieces to itself %llu); staging buffers lent %llu, returned %llu; "
-                "RMA windows %llu, operations %llu (%llu direct over CUDA IPC), applied as target %llu; "
+                "RMA windows %llu, operations %llu (%llu direct over CUDA IPC, %llu layout to layout), applied as target %llu; "
                 "MPI_Alloc_mem ranges proven host %d; dtmpi's collective algorithms %llu; driver pointer queries %llu",
                 static_cast<unsigned long long>(plans.planned), static_cast<unsigned long long>(plans.unplanned),
                 v(Counter::kPacks),
@@ -71,7 +71,7 @@ std::string format_stats() {
                 v(Counter::kStagedSends), v(Counter::kStagedRecvs), v(Counter::kMultiSends), v(Counter::kInPlaceSends), v(Counter::kChunkedSends), v(Counter::kBatchedPacks), v(Counter::kBatchLaunches),
                 v(Counter::kMultiRecvs), v(Counter::kIpcReads), v(Counter::kDeviceSends), v(Counter::kPersistentStarts), v(Counter::kStagedCollectives),
                 v(Counter::kP2pCollectives), v(Counter::kSelfPieces), v(Counter::kStagingAcquired), v(Counter::kStagingReleased),
-                v(Counter::kRmaWindows), v(Counter::kRmaOps), v(Counter::kRmaDirect), v(Counter::kRmaApplied),
+                v(Counter::kRmaWindows), v(Counter::kRmaOps), v(Counter::kRmaDirect), v(Counter::kRmaLayoutKernels), v(Counter::kRmaApplied),
                 host_range_count(), v(Counter::kTunedCollectives),
                 static_cast<unsigned long long>(driver_pointer_queries()));
   return buf;
