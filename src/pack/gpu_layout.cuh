@@ -11,6 +11,7 @@
 
 #include "base/cuda_check.hpp"
 #include "pack/gpu_pack.hpp"
+#include "pack/gpu_strided_offset.cuh"
 #include "type/plan.hpp"
 
 namespace dtmpi::pack::detail {
@@ -146,5 +147,29 @@ Result<DeviceBlockList*> block_list_for(const type::PackPlan& plan, bool from_st
 // `total` the packed bytes.
 Result<BlockListArgs> block_list_args(const type::PackPlan& plan, bool from_strided, int64_t count, const char* user,
                                       int device, cudaStream_t s, uint64_t& bits, int64_t& total);
+
+// One side: a strided plan for the whole count, else a block list.
+struct LayoutArgs {
+  bool strided;
+  StridedArgs s;
+  uint64_t words_per_block;  // strided: block / word size
+  BlockListArgs b;
+};
+
+// User offset of packed word g (Word-sized) of a side.
+template <typename Word>
+__device__ __forceinline__ int64_t offset_of(const LayoutArgs& a, uint64_t g) {
+  if (a.strided) return strided_offset<Word, uint64_t, -1>(a.s, g, a.words_per_block);
+  return block_list_offset(a.b, static_cast<int64_t>(g * sizeof(Word)));
+}
+
+// `count` elements of `plan` at `base` as kernel arguments (LayoutArgs);
+// `bits`: a strided side's word size (a power of two), a block list's
+// offsets, lengths and strides OR-ed (word_for gives its word size); `bytes`:
+// the packed bytes. The caller divides words_per_block by the word it uses.
+Result<LayoutArgs> layout_args(const type::PackPlan& plan, int64_t count, const char* base, int device, cudaStream_t s,
+                               uint64_t& bits, int64_t& bytes);
+// The word size a side allows, from layout_args' `bits`.
+inline int layout_word(const LayoutArgs& a, uint64_t bits) { return a.strided ? static_cast<int>(bits) : word_for(bits); }
 
 }  // namespace dtmpi::pack::detail

@@ -22,20 +22,6 @@ using namespace detail;
 using type::PackPlan;
 using type::StridedPlan;
 
-// One side: a strided plan for the whole count, else a block list.
-struct LayoutArgs {
-  bool strided;
-  StridedArgs s;
-  uint64_t words_per_block;  // strided: block / word size
-  BlockListArgs b;
-};
-
-template <typename Word>
-__device__ __forceinline__ int64_t offset_of(const LayoutArgs& a, uint64_t g) {
-  if (a.strided) return strided_offset<Word, uint64_t, -1>(a.s, g, a.words_per_block);
-  return block_list_offset(a.b, static_cast<int64_t>(g * sizeof(Word)));
-}
-
 constexpr int kUnrollCopy = 4;
 
 template <typename Word>
@@ -59,8 +45,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// `count` elements of `plan` at `base` as kernel arguments; `bits` gets what
-// the word size must divide, `bytes` the packed bytes.
+}  // namespace
+
+namespace detail {
+
+// (gpu_layout.cuh)
 Result<LayoutArgs> layout_args(const PackPlan& plan, int64_t count, const char* base, int device, cudaStream_t s,
                                uint64_t& bits, int64_t& bytes) {
   LayoutArgs a{};
@@ -85,7 +74,7 @@ Result<LayoutArgs> layout_args(const PackPlan& plan, int64_t count, const char* 
   return a;
 }
 
-}  // namespace
+}  // namespace detail
 
 Status copy_layout_device(const PackPlan& src_plan, int64_t src_count, const void* src, const PackPlan& dst_plan,
                           int64_t dst_count, void* dst, int64_t bytes, int device, GpuStream stream) {
@@ -98,12 +87,8 @@ Status copy_layout_device(const PackPlan& src_plan, int64_t src_count, const voi
   if (!da) return da.error();
   if (bytes > src_bytes || bytes > dst_bytes)
     return Error{kErrUnsupported, "copy_layout_device: more bytes than a layout holds"};
-  // strided sides put their word size (a power of two) into the bits, block
-  // lists their offsets and lengths: the word is what divides all of them
-  auto word_of = [](const LayoutArgs& a, uint64_t bits) {
-    return a.strided ? static_cast<int>(bits) : word_for(bits);
-  };
-  const int w = std::min({word_of(sa.value(), src_bits), word_of(da.value(), dst_bits),
+  // the word divides what both sides allow and the byte count
+  const int w = std::min({layout_word(sa.value(), src_bits), layout_word(da.value(), dst_bits),
                           word_for(static_cast<uint64_t>(bytes))});
   for (LayoutArgs* a : {&sa.value(), &da.value()})
     if (a->strided) a->words_per_block /= static_cast<uint64_t>(w);

@@ -38,6 +38,20 @@ inline bool atomic_supported(MPI_Datatype element, MPI_Op op) {
 // (copied to and from the GPU here); any but `values` may be null. Waits.
 Status atomic_apply(int device, char* base, const int64_t* offsets, int64_t first, const void* values,
                     const void* compare, void* old, int64_t n, AtomicType t, AtomicOp op);
+// One side of atomic_apply_layouts: `count` elements of `plan` at `base`.
+struct LayoutSide {
+  const type::PackPlan* plan;
+  int64_t count;
+  void* base;
+};
+// atomic_apply with every side in its own layout in GPU memory that kernels
+// on `device` reach (its device memory, IPC-mapped windows, managed memory):
+// element i of `target`, its operand element i of `origin` (null: kNoOp),
+// its old value into element i of `result` (null: no fetch) -- one kernel,
+// no offset lists and no host copies. False (nothing done) where a layout is
+// not whole elements aligned to their size: then atomic_apply. Waits.
+Result<bool> atomic_apply_layouts(int device, const LayoutSide& target, const LayoutSide* origin,
+                                  const LayoutSide* result, int64_t n, AtomicType t, AtomicOp op);
 // The byte offsets of `count` elements of `plan` in units of `element` bytes,
 // or none (`first` set) when they are one contiguous run. False when the plan
 // is not whole units.

@@ -148,10 +148,29 @@ Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, con
   if (!base) return base.error();
   if (!base.value()) return false;
   const int64_t el = (at == AtomicType::kI32 || at == AtomicType::kU32 || at == AtomicType::kF32) ? 4 : 8;
+  const runtime::PointerInfo oi = aop == AtomicOp::kNoOp ? runtime::PointerInfo{} : runtime::pointer_info(o.buf);
+  const runtime::PointerInfo ri = result ? runtime::pointer_info(result->buf) : runtime::PointerInfo{};
+  // operands and old values in GPU memory too: one kernel reads and writes
+  // every side in its own layout (no host copies, no offset lists)
+  if ((aop == AtomicOp::kNoOp || kernel_reaches(oi, device)) && (!result || kernel_reaches(ri, device)) &&
+      !runtime::test_hooks().two_kernel_move) {
+    const LayoutSide target{&tplan, t.count, base.value()};
+    const LayoutSide origin{oplan, o.count, const_cast<void*>(o.buf)};
+    const LayoutSide fetched{rplan, result ? result->count : 0, result ? result->buf : nullptr};
+    auto done = atomic_apply_layouts(device, target, aop == AtomicOp::kNoOp ? nullptr : &origin,
+                                     result ? &fetched : nullptr, bytes / el, at, aop);
+    if (!done) return done.error();
+    if (done.value()) {
+      runtime::count(runtime::Counter::kRmaOps);
+      runtime::count(runtime::Counter::kRmaDirect);
+      runtime::count(runtime::Counter::kRmaLayoutKernels);
+      return true;
+    }
+  }
   std::vector<unsigned char> values;
   if (aop != AtomicOp::kNoOp) {
     values.resize(static_cast<size_t>(bytes));
-    DTMPI_TRY(pack_any(*oplan, o.count, o.buf, runtime::pointer_info(o.buf), values.data()));
+    DTMPI_TRY(pack_any(*oplan, o.count, o.buf, oi, values.data()));
   }
   std::vector<int64_t> offsets;
   int64_t first = 0;
@@ -161,7 +180,7 @@ Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, con
   DTMPI_TRY(atomic_apply(device, base.value(), offsets.empty() ? nullptr : offsets.data(), first,
                          values.empty() ? nullptr : values.data(), nullptr, result ? old.data() : nullptr, bytes / el,
                          at, aop));
-  if (result) DTMPI_TRY(unpack_any(*rplan, result->count, old.data(), result->buf, runtime::pointer_info(result->buf)));
+  if (result) DTMPI_TRY(unpack_any(*rplan, result->count, old.data(), result->buf, ri));
   runtime::count(runtime::Counter::kRmaOps);
   runtime::count(runtime::Counter::kRmaDirect);
   return true;
