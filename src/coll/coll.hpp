@@ -23,6 +23,10 @@ Algorithm select(CollOpKind op, int n, int64_t bytes);
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
 bool enabled();
+// MPI_Init (collective over `world`): under DTMPI_COLL=tuned, reads
+// dtmpi-tune's table (coll/tuning_table.hpp) and keeps it where every rank of
+// the node read the same one; "tuned" is the built-in choice otherwise.
+Status init_tuning(MPI_Comm world);
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req);
 Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req);

@@ -5,7 +5,15 @@
 #include <array>
 #include <string>
 
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+
+#include "base/log.hpp"
+#include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
+#include "coll/tuning_table.hpp"
 #include "runtime/config.hpp"
 
 namespace dtmpi::coll {
@@ -92,9 +100,62 @@ Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
 
 bool enabled() { return table().any; }
 
+namespace {
+// dtmpi-tune's table, set once by init_tuning (MPI_Init, before any
+// collective): only where every rank of this node read the same bytes, since
+// every rank of a communicator must choose the same algorithm.
+const TuningTable* g_tuned = nullptr;
+}  // namespace
+
+Status init_tuning(MPI_Comm world) {
+  bool tuned = false;
+  for (Algorithm a : table().alg) tuned = tuned || a == kTunedMarker;
+  if (!tuned) return ok_status();
+  const std::string path = default_table_path();
+  std::string text;
+  if (std::ifstream f(path); f) {
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  auto t = std::make_unique<TuningTable>();
+  std::string why = "no file";
+  const bool ok = !text.empty() && from_json(text, *t, &why);
+  // the same table on every rank of the node: the largest hash and the
+  // largest complement agree only where all hashes are equal
+  const unsigned long long h = ok ? std::hash<std::string>{}(text) | 1 : 0;
+  unsigned long long mine[2] = {h, ~h}, all[2] = {0, 0};
+  MPI_Comm node = MPI_COMM_NULL;
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_split_type)(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  const int rc = REAL(MPI_Allreduce)(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node);
+  REAL(MPI_Comm_free)(&node);
+  DTMPI_MPI_CHECK(rc);
+  int rank = 0;
+  REAL(MPI_Comm_rank)(world, &rank);
+  if (!ok || all[0] != ~all[1]) {
+    if (rank == 0)
+      DTMPI_LOG(kInfo, "DTMPI_COLL=tuned: %s (%s): the built-in choice",
+                ok ? "the ranks of a node read different tables" : why.c_str(), path.c_str());
+    return ok_status();
+  }
+  if (rank == 0)
+    DTMPI_LOG(kInfo, "DTMPI_COLL=tuned: %zu entries from %s", t->entries.size(), path.c_str());
+  g_tuned = t.release();  // kept for the process's life: a collective may read it at any time
+  return ok_status();
+}
+
 Algorithm select(CollOpKind op, int n, int64_t bytes) {
   const Algorithm a = table().alg[static_cast<size_t>(op)];
-  return a == kTunedMarker ? select_builtin(op, n, bytes) : a;
+  if (a != kTunedMarker) return a;
+  if (g_tuned) {
+    TuningKey k;
+    k.op = op;
+    k.bytes = bytes;
+    k.ranks = n;
+    k.ranks_per_node = n;  // dtmpi's algorithms serve communicators of one node
+    if (const auto found = lookup(*g_tuned, k)) return *found;
+  }
+  return select_builtin(op, n, bytes);
 }
 
 }  // namespace dtmpi::coll

@@ -1,5 +1,6 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize.
 #include "base/log.hpp"
+#include "coll/coll.hpp"
 #include "interpose/boundary.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
@@ -21,6 +22,9 @@ namespace {
 void initialized() {
   dtmpi::runtime::on_mpi_initialized();
   dtmpi::interpose::create_buffer_keyval();
+  if (auto tuning = dtmpi::coll::init_tuning(MPI_COMM_WORLD); !tuning)
+    DTMPI_LOG(kWarn, "reading dtmpi-tune's table failed (%s): DTMPI_COLL=tuned is the built-in choice",
+              tuning.error().what.c_str());
   if (auto set_up = dtmpi::transport::init_peers(); !set_up)
     DTMPI_LOG(kError, "setting up dtmpi's private communicator failed (%s, code %d): GPU transfers use one message",
               set_up.error().what.c_str(), set_up.error().code);

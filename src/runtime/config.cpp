@@ -66,6 +66,9 @@ const std::vector<VariableDoc> kVariables = {
      "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat, bcast:binomial|flat, "
      "allreduce:recdbl|rsag|tree, reduce:binomial|flat; any op:system) and optionally tuned for the ops not named "
      "-- docs/collectives.md"},
+    {"DTMPI_COLL_TABLE", "$DTMPI_CACHE_DIR/coll-<host>.json",
+     "the table dtmpi-tune writes and DTMPI_COLL=tuned reads (the measured best algorithm per operation, size and "
+     "communicator; without one, tuned is the built-in choice)"},
     {"DTMPI_COLL_SCRATCH", "262144", "DTMPI_COLL: bytes of each of the 4 shared scratch slots per rank (larger messages go in chunks of this size)"},
     {"DTMPI_TRACE", "",
      "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
@@ -248,6 +251,7 @@ Config read_environment() {
   c.coll = coll_choice();
   c.coll_scratch = number("DTMPI_COLL_SCRATCH", 256 << 10, 4096, int64_t{1} << 30, true);
   c.cache_dir = cache_dir();
+  c.coll_table = text("DTMPI_COLL_TABLE");
   c.trace = text("DTMPI_TRACE");
   log::g_level.store(level_of(c.log));
   trace::configure(c.trace.c_str());

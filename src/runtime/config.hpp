@@ -54,6 +54,8 @@ struct Config {
   // "tuned" (src/coll/select.hpp); validated here against kCollAlgorithms
   std::string coll = "system";
   int64_t coll_scratch = 256 << 10;  // DTMPI_COLL_SCRATCH: bytes per slot (4) of each rank's scratch
+  // DTMPI_COLL_TABLE: dtmpi-tune's table for DTMPI_COLL=tuned (empty: <cache_dir>/coll-<host>.json)
+  std::string coll_table;
   std::string trace;  // DTMPI_TRACE: path prefix of the trace files (empty: off; base/trace.hpp)
 };
 

@@ -1,0 +1,26 @@
+// Trees over the ranks of a communicator relative to the root (rank 0 is the
+// root), as the thesis builds them (section 5.1.2, Figs 5.3 and 5.8; claim
+// C1 of the research digest): every subtree a contiguous range of ranks, so a
+// Scatter or Gather moves one contiguous block per child, and children listed
+// highest rank first (the farthest subtree, the one with the longest way to
+// go, is served first).
+#pragma once
+#include <vector>
+
+namespace dtmpi::coll {
+
+// K-ary tree (k >= 1; k = 1 is a chain): a node's subtree [v, v + size) is
+// split after v into k contiguous ranges as equal as possible (the first ones
+// one larger); their first ranks are its children.
+std::vector<int> kary_children(int v, int n, int k);
+int kary_parent(int v, int n, int k);  // -1 for the root
+// K-nomial tree (k >= 2; k = 2 is the binomial tree): the parent of v clears
+// its lowest non-zero base-k digit; the children add d * k^j (d = 1..k-1) for
+// every position j below that digit (every position for the root).
+std::vector<int> knomial_children(int v, int n, int k);
+int knomial_parent(int v, int k);  // -1 for the root
+// The subtree of v: [v, v + subtree_size) (contiguous in both trees).
+int kary_subtree_size(int v, int n, int k);
+int knomial_subtree_size(int v, int n, int k);
+
+}  // namespace dtmpi::coll
