@@ -22,6 +22,7 @@
 #include "coll/model.hpp"
 #include "coll/tuning_table.hpp"
 #include "files.hpp"
+#include "transport/engine.hpp"
 #include "transport/onesided.hpp"
 
 namespace {
@@ -37,6 +38,7 @@ const std::vector<dtmpi::tools::Option> kOptions = {
     {"--max-bytes", "N", "the largest message size per rank (default 16M; --quick: 1M)"},
     {"--top", "X", "time the system MPI's algorithm and the model's X best candidates (default 1)"},
     {"--exhaustive", nullptr, "time every candidate, and report where the model's first choice landed"},
+    {"--blocking-only", nullptr, "skip the \"many in flight\" cells (16 MPI_I* calls started, then completed together)"},
     {"--time-limit", "SECONDS", "stop measuring after this long and write the cells measured so far"},
     {"--out", "FILE", "the table to write (default: DTMPI_COLL_TABLE, else <DTMPI_CACHE_DIR>/coll-<host>.json)"},
 };
@@ -48,8 +50,9 @@ void usage(FILE* f) {
                "0 and 1, then for Barrier, Bcast, Allreduce and Reduce, sizes from 8 B and communicators of\n"
                "2, 4, ... up to N ranks, times the system MPI's own collective and the candidates dtmpi's LogGP\n"
                "models rank best, and writes the fastest per cell to the table DTMPI_COLL=tuned reads. A dtmpi\n"
-               "algorithm is chosen only where it measured at least 3%% faster than the system MPI. Progress and\n"
-               "the estimated time left go to stderr.\n\noptions:\n");
+               "algorithm is chosen only where it measured at least 3%% faster than the system MPI. Each size up to\n"
+               "1 MiB is also measured with 16 non-blocking calls in flight (the entries MPI_I* calls use).\n"
+               "Progress and the estimated time left go to stderr.\n\noptions:\n");
   dtmpi::tools::print_options(f, kOptions);
   std::fprintf(f, "  --help                 this text\n");
 }
@@ -65,6 +68,26 @@ void system_call(CollOpKind op, const double* in, double* out, int count, MPI_Co
     default: PMPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, comm); break;
   }
 }
+
+// The non-blocking form of system_call.
+void system_start(CollOpKind op, const double* in, double* out, int count, MPI_Comm comm, MPI_Request* r) {
+  switch (op) {
+    case CollOpKind::kBarrier: PMPI_Ibarrier(comm, r); break;
+    case CollOpKind::kBcast: PMPI_Ibcast(out, count, MPI_DOUBLE, 0, comm, r); break;
+    case CollOpKind::kAllreduce: PMPI_Iallreduce(in, out, count, MPI_DOUBLE, MPI_SUM, comm, r); break;
+    default: PMPI_Ireduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, comm, r); break;
+  }
+}
+
+// Completes `reqs`: dtmpi's requests complete in its engine's progress.
+void complete_all(std::vector<MPI_Request>& reqs) {
+  for (int done = 0; !done;) {
+    dtmpi::transport::progress();
+    PMPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+  }
+}
+
+constexpr int kInFlight = 16;
 
 // Seconds per call of back-to-back blocking calls, the slowest rank's, the
 // median of `samples` interleaved samples of every variant.
@@ -152,6 +175,7 @@ struct Cell {
   CollOpKind op;
   int ranks;
   int64_t bytes;
+  bool in_flight;
 };
 
 std::string human(int64_t b) {
@@ -167,7 +191,8 @@ std::string human(int64_t b) {
 int main(int argc, char** argv) {
   dtmpi::tools::Args args;
   if (int rc = dtmpi::tools::parse("dtmpi-tune", argc, argv, 1, kOptions, usage, args); rc >= 0) return rc;
-  const bool quick = args.has("--quick"), exhaustive = args.has("--exhaustive");
+  const bool quick = args.has("--quick"), exhaustive = args.has("--exhaustive"),
+             blocking_only = args.has("--blocking-only");
   const int64_t max_bytes = std::strtoll(args.get("--max-bytes", quick ? "1048576" : "16777216"), nullptr, 10);
   const int top = std::max(1, std::atoi(args.get("--top", "1")));
   const double limit = std::strtod(args.get("--time-limit", "0"), nullptr);
@@ -207,10 +232,15 @@ int main(int argc, char** argv) {
   for (int m : sizes)
     for (CollOpKind op : {CollOpKind::kBarrier, CollOpKind::kBcast, CollOpKind::kAllreduce, CollOpKind::kReduce})
       for (int64_t b = 8; b <= max_bytes; b *= quick ? 16 : 4) {
-        cells.push_back({op, m, b});
+        cells.push_back({op, m, b, false});
+        // many in flight: 16 buffers of at most 1 MiB
+        if (!blocking_only && op != CollOpKind::kBarrier && b <= (1 << 20)) cells.push_back({op, m, b, true});
         if (op == CollOpKind::kBarrier) break;
       }
   std::vector<double> in(static_cast<size_t>(max_bytes / 8) + 1, 1.0 + g_rank), res(in.size(), 0.0);
+  // the in-flight cells' own result buffers (pending operations must not share one)
+  std::vector<std::vector<double>> many(kInFlight, std::vector<double>(std::min<size_t>(in.size(), (1 << 17) + 1)));
+  std::vector<MPI_Request> reqs(kInFlight, MPI_REQUEST_NULL);
   size_t done = 0, timed = 0, possible = 0, model_within = 0, model_best = 0;
   for (const Cell& c : cells) {
     int over = PMPI_Wtime() - start > limit && limit > 0;
@@ -222,7 +252,7 @@ int main(int argc, char** argv) {
     MPI_Comm comm = MPI_COMM_NULL;
     PMPI_Comm_split(MPI_COMM_WORLD, g_rank < c.ranks ? 0 : MPI_UNDEFINED, g_rank, &comm);
     coll::TuningEntry e;
-    e.key = {c.op, c.bytes, c.ranks, c.ranks, false, false, false};
+    e.key = {c.op, c.bytes, c.ranks, c.ranks, false, false, c.in_flight};
     if (comm != MPI_COMM_NULL) {
       const int count = static_cast<int>(c.bytes / 8);
       std::vector<Algorithm> candidates = coll::ranked(table.loggp, c.op, c.ranks, c.bytes);
@@ -230,15 +260,38 @@ int main(int argc, char** argv) {
       const Algorithm model_pick = candidates.empty() ? Algorithm::kSystem : candidates.front();
       if (!exhaustive && candidates.size() > static_cast<size_t>(top)) candidates.resize(static_cast<size_t>(top));
       std::vector<std::function<void()>> calls;
-      calls.push_back([&, count, comm] { system_call(c.op, in.data(), res.data(), count, comm); });
-      for (Algorithm a : candidates)
-        calls.push_back([&, count, comm, a] {
-          auto r = coll::run_forced(c.op, a, in.data(), res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
-          if (!r || !r.value()) system_call(c.op, in.data(), res.data(), count, comm);
+      if (!c.in_flight) {
+        calls.push_back([&, count, comm] { system_call(c.op, in.data(), res.data(), count, comm); });
+        for (Algorithm a : candidates)
+          calls.push_back([&, count, comm, a] {
+            auto r = coll::run_forced(c.op, a, in.data(), res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
+            if (!r || !r.value()) system_call(c.op, in.data(), res.data(), count, comm);
+          });
+      } else {
+        // kInFlight started back to back, then completed together; a call's
+        // time is a kInFlight-th of the whole
+        calls.push_back([&, count, comm] {
+          for (int i = 0; i < kInFlight; ++i) system_start(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
+          PMPI_Waitall(kInFlight, reqs.data(), MPI_STATUSES_IGNORE);
         });
+        for (Algorithm a : candidates) {
+          // a blocking call first: the communicator's state (non-blocking calls never create it)
+          (void)coll::run_forced(c.op, a, in.data(), res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
+          calls.push_back([&, count, comm, a] {
+            for (int i = 0; i < kInFlight; ++i) {
+              auto r = coll::run_forced(c.op, a, in.data(), many[i].data(), count, MPI_DOUBLE, MPI_SUM, 0, comm,
+                                        &reqs[i]);
+              if (!r || !r.value()) system_start(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
+            }
+            complete_all(reqs);
+          });
+        }
+      }
       timed += calls.size();
       const int iters = static_cast<int>(std::clamp<int64_t>((quick ? 1 : 3) * 1000000 / (c.bytes + 4000), 5, 1000));
-      const std::vector<double> t = time_variants(calls, iters, quick ? 3 : 5, comm);
+      std::vector<double> t = time_variants(calls, c.in_flight ? std::max(1, iters / kInFlight) : iters, quick ? 3 : 5, comm);
+      if (c.in_flight)
+        for (double& x : t) x /= kInFlight;
       size_t best = 0;
       for (size_t v = 1; v < t.size(); ++v)
         if (t[v] < t[best]) best = v;
@@ -260,8 +313,9 @@ int main(int argc, char** argv) {
     ++done;
     if (g_rank == 0) {
       const double el = PMPI_Wtime() - start, left = el / static_cast<double>(done) * static_cast<double>(cells.size() - done);
-      std::fprintf(stderr, "[%zu/%zu] %-9s %8s on %2d ranks: %-13s %9.2f us (system %9.2f)  %.0f s elapsed, ~%.0f s left\n",
+      std::fprintf(stderr, "[%zu/%zu] %-9s %8s on %2d ranks%s: %-13s %9.2f us (system %9.2f)  %.0f s elapsed, ~%.0f s left\n",
                    done, cells.size(), coll::op_name(c.op), human(c.bytes).c_str(), c.ranks,
+                   c.in_flight ? ", 16 in flight" : "",
                    coll::algorithm_name(e.algorithm), e.us, e.system_us, el, left);
     }
   }

@@ -76,7 +76,7 @@ bool valid(MPI_Comm comm, MPI_Datatype type, int root) {
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
   if (!enabled() || comm == MPI_COMM_NULL) return false;
-  const Algorithm a = select(CollOpKind::kBarrier, size_of(comm), 0);
+  const Algorithm a = select(CollOpKind::kBarrier, size_of(comm), 0, req != nullptr);
   if (a == Algorithm::kSystem) return false;
   auto st = usable(comm, !req);
   if (!st) return st.error();
@@ -86,7 +86,7 @@ Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
 
 Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
   if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
-  const Algorithm a = select(CollOpKind::kBcast, size_of(comm), bytes_of(count, type));
+  const Algorithm a = select(CollOpKind::kBcast, size_of(comm), bytes_of(count, type), req != nullptr);
   if (a == Algorithm::kSystem) return false;
   auto st = usable(comm, !req);
   if (!st) return st.error();
@@ -99,7 +99,7 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
   if (!enabled() || count <= 0 || !valid(comm, type, 0) || !rb) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
-  const Algorithm a = select(CollOpKind::kAllreduce, size_of(comm), count * r.elem);
+  const Algorithm a = select(CollOpKind::kAllreduce, size_of(comm), count * r.elem, req != nullptr);
   if (a == Algorithm::kSystem) return false;
   auto st = usable(comm, !req);
   if (!st) return st.error();
@@ -112,7 +112,7 @@ Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_
   if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
-  const Algorithm a = select(CollOpKind::kReduce, size_of(comm), count * r.elem);
+  const Algorithm a = select(CollOpKind::kReduce, size_of(comm), count * r.elem, req != nullptr);
   if (a == Algorithm::kSystem) return false;
   auto st = usable(comm, !req);
   if (!st) return st.error();
@@ -122,23 +122,23 @@ Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_
 }
 
 Result<bool> run_forced(CollOpKind op, Algorithm a, const void* sb, void* rb, int count, MPI_Datatype type,
-                        MPI_Op mop, int root, MPI_Comm comm) {
+                        MPI_Op mop, int root, MPI_Comm comm, MPI_Request* req) {
   if (a == Algorithm::kSystem || !valid(comm, type, root)) return false;
-  auto st = usable(comm, true);
+  auto st = usable(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
   Reducer r{};
   switch (op) {
     case CollOpKind::kBarrier:
-      return start(make_barrier(std::move(st.value()), a), nullptr);
+      return start(make_barrier(std::move(st.value()), a), req);
     case CollOpKind::kBcast:
-      return start(make_bcast(std::move(st.value()), a, rb, count, type, root, comm), nullptr);
+      return start(make_bcast(std::move(st.value()), a, rb, count, type, root, comm), req);
     case CollOpKind::kAllreduce:
       if (!reducer_for(type, mop, r)) return false;
-      return start(make_allreduce(std::move(st.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r), nullptr);
+      return start(make_allreduce(std::move(st.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r), req);
     case CollOpKind::kReduce:
       if (!reducer_for(type, mop, r)) return false;
-      return start(make_reduce(std::move(st.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r, root), nullptr);
+      return start(make_reduce(std::move(st.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r, root), req);
     default:
       return false;
   }

@@ -18,7 +18,9 @@ enum class CollOpKind { kBarrier, kBcast, kAllreduce, kReduce, kCount };
 
 // The algorithm DTMPI_COLL selects for `op` on `n` ranks and `bytes` bytes
 // (kSystem: the system MPI's). "tuned" is the built-in choice (select.cpp).
-Algorithm select(CollOpKind op, int n, int64_t bytes);
+// `nonblocking`: an MPI_I* call (dtmpi-tune's table has "many in flight"
+// entries for them).
+Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
 // The built-in choice ("tuned" without a table).
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
@@ -35,8 +37,11 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
 Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
                     MPI_Request* req);
 
-// For dtmpi-bench: runs `op` with algorithm `a` forced (kSystem: false).
+// For dtmpi-bench and dtmpi-tune: runs `op` with algorithm `a` forced
+// (kSystem: false); with `req`, starts it as the MPI_I* form (the
+// communicator's state must exist: a blocking call made it) and *req is
+// dtmpi's request, completed by the engine's progress (transport::progress).
 Result<bool> run_forced(CollOpKind op, Algorithm a, const void* sb, void* rb, int count, MPI_Datatype type,
-                        MPI_Op mop, int root, MPI_Comm comm);
+                        MPI_Op mop, int root, MPI_Comm comm, MPI_Request* req = nullptr);
 
 }  // namespace dtmpi::coll

@@ -144,7 +144,7 @@ Status init_tuning(MPI_Comm world) {
   return ok_status();
 }
 
-Algorithm select(CollOpKind op, int n, int64_t bytes) {
+Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
   const Algorithm a = table().alg[static_cast<size_t>(op)];
   if (a != kTunedMarker) return a;
   if (g_tuned) {
@@ -153,6 +153,7 @@ Algorithm select(CollOpKind op, int n, int64_t bytes) {
     k.bytes = bytes;
     k.ranks = n;
     k.ranks_per_node = n;  // dtmpi's algorithms serve communicators of one node
+    k.in_flight = nonblocking;
     if (const auto found = lookup(*g_tuned, k)) return *found;
   }
   return select_builtin(op, n, bytes);
