@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <unordered_map>
 
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
@@ -148,13 +149,26 @@ Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
   const Algorithm a = table().alg[static_cast<size_t>(op)];
   if (a != kTunedMarker) return a;
   if (g_tuned) {
+    // the table's answer per communicator shape, operation, size class and
+    // form, looked up once per thread (a lookup scans the table; a collective
+    // call pays a hash probe)
+    thread_local std::unordered_map<uint64_t, Algorithm> memo;
+    const int cls = bytes_class(bytes);
+    const uint64_t key = (static_cast<uint64_t>(n) << 16) | (static_cast<uint64_t>(cls) << 8) |
+                         (static_cast<uint64_t>(op) << 1) | (nonblocking ? 1 : 0);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
     TuningKey k;
     k.op = op;
     k.bytes = bytes;
     k.ranks = n;
     k.ranks_per_node = n;  // dtmpi's algorithms serve communicators of one node
     k.in_flight = nonblocking;
-    if (const auto found = lookup(*g_tuned, k)) return *found;
+    const auto found = lookup(*g_tuned, k);
+    // no entry for the operation: the built-in choice, which depends on the
+    // exact size, so it is not kept
+    if (!found) return select_builtin(op, n, bytes);
+    memo.emplace(key, *found);
+    return *found;
   }
   return select_builtin(op, n, bytes);
 }

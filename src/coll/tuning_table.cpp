@@ -30,6 +30,14 @@ constexpr const char* kOps[] = {"barrier", "bcast", "allreduce", "reduce"};
 
 double log2_ratio(double a, double b) { return std::fabs(std::log2(std::max(a, 1.0) / std::max(b, 1.0))); }
 
+// A size's class: its bit length (0 for 0, 4 for 8..15, ...). Lookups compare
+// classes, so that a memo by class (select.cpp) gives the lookup's answer.
+int size_class(int64_t bytes) {
+  int c = 0;
+  for (uint64_t b = static_cast<uint64_t>(std::max<int64_t>(bytes, 0)); b; b >>= 1) ++c;
+  return c;
+}
+
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -141,6 +149,8 @@ bool from_json(const std::string& text, TuningTable& out, std::string* why) {
   return true;
 }
 
+int bytes_class(int64_t bytes) { return size_class(bytes); }
+
 std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k) {
   // the flags first: an entry with the same ones wins over any without
   auto flags_miss = [&](const TuningKey& e) {
@@ -152,7 +162,7 @@ std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k) {
     if (e.key.op != k.op) continue;
     const double cost = flags_miss(e.key) * 1000.0 + log2_ratio(e.key.ranks, k.ranks) * 4 +
                         log2_ratio(e.key.ranks_per_node, k.ranks_per_node) * 2 +
-                        log2_ratio(static_cast<double>(e.key.bytes), static_cast<double>(k.bytes));
+                        std::abs(size_class(e.key.bytes) - size_class(k.bytes));
     if (cost < best_cost) {
       best_cost = cost;
       best = &e;

@@ -52,8 +52,10 @@ bool from_json(const std::string& text, TuningTable& out, std::string* why);
 
 // The entry closest to `k`: the same operation (none: nullopt), then the same
 // memory kind, in-place and blocking flags where the table has such entries,
-// then the nearest communicator size and size (in powers of two; a size
-// mismatch weighs a quarter of a rank-count one).
+// then the nearest communicator size and message size class (bytes_class; in
+// powers of two, a size class weighing a quarter of a factor 2 in ranks).
+// Depends on the message size through its class only.
+int bytes_class(int64_t bytes);
 std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k);
 
 // The default file: <DTMPI_CACHE_DIR>/coll-<host>.json (DTMPI_COLL_TABLE
