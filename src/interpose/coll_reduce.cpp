@@ -12,6 +12,7 @@
 
 #include "base/log.hpp"
 #include "coll/coll.hpp"
+#include "coll/deterministic.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
 #include "base/system_mpi.hpp"
@@ -131,8 +132,11 @@ dtmpi::Status allreduce(const void* sb, void* rb, int count, MPI_Datatype type, 
   tp::poll();
   return run_reduction(sb, count, rb, count, sb == MPI_IN_PLACE, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
-                         // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
-                         auto served = dtmpi::coll::allreduce(s, r, count, type, op, comm, q);
+                         // a deterministic fold where the communicator asks for one,
+                         // else dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                         auto served = dtmpi::coll::deterministic(comm)
+                                           ? dtmpi::coll::deterministic_reduce(s, r, count, type, op, -1, comm, q)
+                                           : dtmpi::coll::allreduce(s, r, count, type, op, comm, q);
                          if (!served) return served.error().code;
                          if (served.value()) return MPI_SUCCESS;
                          return q ? REAL(MPI_Iallreduce)(s, r, count, type, op, comm, q)
@@ -153,8 +157,10 @@ dtmpi::Status reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI
                          // arguments MPI ignores on this rank pass through unchanged
                          const void* a = contributes ? s : sb;
                          void* b = result_here ? r : rb;
-                         if (!inter) {  // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
-                           auto served = dtmpi::coll::reduce(a, b, count, type, op, root, comm, q);
+                         if (!inter) {  // deterministic, or dtmpi's own algorithm (as above)
+                           auto served = dtmpi::coll::deterministic(comm)
+                                             ? dtmpi::coll::deterministic_reduce(a, b, count, type, op, root, comm, q)
+                                             : dtmpi::coll::reduce(a, b, count, type, op, root, comm, q);
                            if (!served) return served.error().code;
                            if (served.value()) return MPI_SUCCESS;
                          }

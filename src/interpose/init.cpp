@@ -1,6 +1,7 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize.
 #include "base/log.hpp"
 #include "coll/coll.hpp"
+#include "coll/deterministic.hpp"
 #include "interpose/boundary.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
@@ -22,6 +23,9 @@ namespace {
 void initialized() {
   dtmpi::runtime::on_mpi_initialized();
   dtmpi::interpose::create_buffer_keyval();
+  if (auto keyval = dtmpi::coll::create_reduction_keyval(); !keyval)
+    DTMPI_LOG(kWarn, "creating dtmpi_reduction_keyval() failed (%s): no deterministic reductions",
+              keyval.error().what.c_str());
   if (auto tuning = dtmpi::coll::init_tuning(MPI_COMM_WORLD); !tuning)
     DTMPI_LOG(kWarn, "reading dtmpi-tune's table failed (%s): DTMPI_COLL=tuned is the built-in choice",
               tuning.error().what.c_str());

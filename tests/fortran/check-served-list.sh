@@ -23,11 +23,12 @@ defined=$(nm -D --defined-only "$lib" | awk '{print $3}')
 # C only: MPI_Type_set_attr is interposed for dtmpi's buffer attribute, whose
 # keyval (dtmpi_buffer_keyval()) is a C API; Fortran programs' attributes
 # pass through Open MPI's own binding
+# (MPI_Comm_set_attr likewise, for dtmpi_reduction_keyval())
 # MPI_Alloc_mem/MPI_Free_mem add and drop dtmpi's host ranges
 # (src/interpose/alloc_mem.cpp); Fortran's binding calls PMPI_Alloc_mem (its
 # memory is not added, the driver is asked) and PMPI_Free_mem, which dtmpi
 # defines
-c_only='^MPI_(Type_set_attr|Alloc_mem|Free_mem)$'
+c_only='^MPI_(Type_set_attr|Comm_set_attr|Alloc_mem|Free_mem)$'
 c_served=$(grep -E '^MPI_[A-Z][a-z_]+$' <<<"$defined" | grep -vE "$c_only" | sort)
 listed=$(python3 "$gen" --list | sed 's/^/MPI_/' | sort)
 if [ "$c_served" != "$listed" ]; then
