@@ -4,6 +4,8 @@
 // operation behind a generalized request of the engine's).
 #include "coll/coll.hpp"
 
+#include "coll/hierarchy.hpp"
+
 #include "base/system_mpi.hpp"
 #include "runtime/stats.hpp"
 
@@ -14,6 +16,8 @@ namespace {
 // The state of an intracommunicator whose collectives dtmpi may serve; null
 // otherwise. Only a blocking call creates it (collective; a non-blocking one
 // must not block), so until then non-blocking calls stay the system MPI's.
+// One node: its segment. Several (blocking calls only): its hierarchy, whose
+// entries below take the hier_* functions (coll/hierarchy.hpp).
 Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
   if (comm == MPI_COMM_NULL) return std::shared_ptr<CommState>();
   int inter = 0;
@@ -21,8 +25,14 @@ Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
   if (inter) return std::shared_ptr<CommState>();
   auto st = state_for(comm, blocking);
   if (!st) return st.error();
-  if (!st.value() || !st.value()->seg) return std::shared_ptr<CommState>();
+  if (!st.value() || !(st.value()->seg || (blocking && st.value()->hier))) return std::shared_ptr<CommState>();
   return st;
+}
+
+// A hierarchical collective was served (counted as dtmpi's).
+Result<bool> counted(Result<bool> served) {
+  if (served && served.value()) runtime::count(runtime::Counter::kTunedCollectives);
+  return served;
 }
 
 Result<bool> start(std::unique_ptr<CollOp> op, MPI_Request* req) {
@@ -81,6 +91,7 @@ Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
   auto st = usable(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
+  if (!st.value()->seg) return counted(hier_barrier(*st.value()->hier));
   return start(make_barrier(std::move(st.value()), a), req);
 }
 
@@ -91,6 +102,7 @@ Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c
   auto st = usable(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
+  if (!st.value()->seg) return counted(hier_bcast(*st.value()->hier, buf, count, type, root));
   return start(make_bcast(std::move(st.value()), a, buf, count, type, root, comm), req);
 }
 
@@ -104,6 +116,9 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
   auto st = usable(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
+  if (!st.value()->seg)
+    return counted(hier_reduce(*st.value()->hier, sb == MPI_IN_PLACE ? rb : sb, rb, count, type, op, -1, r.elem,
+                               r.commutative));
   return start(make_allreduce(std::move(st.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r), req);
 }
 
@@ -118,6 +133,8 @@ Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_
   if (!st) return st.error();
   if (!st.value()) return false;
   const void* in = sb == MPI_IN_PLACE ? rb : sb;  // MPI_IN_PLACE only at the root
+  if (!st.value()->seg)
+    return counted(hier_reduce(*st.value()->hier, in, rb, count, type, op, root, r.elem, r.commutative));
   return start(make_reduce(std::move(st.value()), a, in, rb, count, r, root), req);
 }
 
@@ -126,7 +143,7 @@ Result<bool> run_forced(CollOpKind op, Algorithm a, const void* sb, void* rb, in
   if (a == Algorithm::kSystem || !valid(comm, type, root)) return false;
   auto st = usable(comm, !req);
   if (!st) return st.error();
-  if (!st.value()) return false;
+  if (!st.value() || !st.value()->seg) return false;  // one node only (the hierarchy's phases call this)
   Reducer r{};
   switch (op) {
     case CollOpKind::kBarrier:

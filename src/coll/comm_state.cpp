@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/system_mpi.hpp"
+#include "coll/hierarchy.hpp"
 #include "runtime/config.hpp"
 
 namespace dtmpi::coll {
@@ -54,6 +55,11 @@ Result<std::shared_ptr<CommState>> state_for(MPI_Comm comm, bool may_create) {
   auto seg = transport::NodeSegment::create(comm, static_cast<size_t>(runtime::config().coll_scratch));
   if (!seg) return seg.error();
   st->seg = std::move(seg.value());
+  if (!st->seg && st->size > 1) {  // spans nodes: the hierarchy (collective, as the segment's creation)
+    auto h = make_hierarchy(comm);
+    if (!h) return h.error();
+    st->hier = std::shared_ptr<Hierarchy>(std::move(h.value()));
+  }
   auto* holder = new Holder(st);
   const int rc = REAL(MPI_Comm_set_attr)(comm, kv, holder);
   if (rc != MPI_SUCCESS) {

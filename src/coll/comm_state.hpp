@@ -18,8 +18,13 @@
 
 namespace dtmpi::coll {
 
+struct Hierarchy;  // coll/hierarchy.hpp
+
 struct CommState {
-  std::unique_ptr<transport::NodeSegment> seg;  // null: not one node, the system MPI serves
+  std::unique_ptr<transport::NodeSegment> seg;  // null: not one node (then `hier`, or the system MPI)
+  // a communicator spanning nodes: its nodes' communicators and leaders
+  // (hierarchical collectives); null for one node, or one rank per node
+  std::shared_ptr<Hierarchy> hier;
   int rank = 0, size = 0;
   // Every rank starts its collectives on a communicator in the same order, so
   // these numbers agree between ranks without a message. Sequence numbers

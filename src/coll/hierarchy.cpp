@@ -1,0 +1,145 @@
+// coll/hierarchy.hpp
+#include "coll/hierarchy.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/system_mpi.hpp"
+#include "runtime/config.hpp"
+#include "runtime/lifecycle.hpp"
+
+namespace dtmpi::coll {
+
+namespace {
+constexpr int kHandOverTag = 7;  // on the private node communicator: no user message meets it
+}  // namespace
+
+Hierarchy::~Hierarchy() {
+  // freed with their communicator (the state's attribute); at MPI_Finalize
+  // the system MPI releases them itself
+  if (!runtime::initialized()) return;
+  if (leaders != MPI_COMM_NULL) REAL(MPI_Comm_free)(&leaders);
+  if (node != MPI_COMM_NULL) REAL(MPI_Comm_free)(&node);
+}
+
+Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm) {
+  int me = 0, n = 0, world = 0;
+  REAL(MPI_Comm_rank)(comm, &me);
+  REAL(MPI_Comm_size)(comm, &n);
+  REAL(MPI_Comm_rank)(MPI_COMM_WORLD, &world);
+  auto h = std::make_unique<Hierarchy>();
+  const int64_t rpn = runtime::config().ranks_per_node;
+  if (rpn > 0)
+    DTMPI_MPI_CHECK(REAL(MPI_Comm_split)(comm, static_cast<int>(world / rpn), me, &h->node));
+  else
+    DTMPI_MPI_CHECK(REAL(MPI_Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &h->node));
+  REAL(MPI_Comm_rank)(h->node, &h->node_rank);
+  REAL(MPI_Comm_size)(h->node, &h->node_size);
+  // every rank's node, named by the node's lowest comm rank, and its rank there
+  int mine[2] = {me, h->node_rank};
+  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(MPI_IN_PLACE, &mine[0], 1, MPI_INT, MPI_MIN, h->node));
+  std::vector<int> all(2 * static_cast<size_t>(n));
+  DTMPI_MPI_CHECK(REAL(MPI_Allgather)(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm));
+  for (int r = 0; r < n; ++r)
+    if (all[2 * static_cast<size_t>(r)] == r) h->leader_of.push_back(r);  // in increasing rank order
+  h->node_of.resize(static_cast<size_t>(n));
+  h->rank_in_node.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const int lowest = all[2 * static_cast<size_t>(r)];
+    h->node_of[static_cast<size_t>(r)] =
+        static_cast<int>(std::lower_bound(h->leader_of.begin(), h->leader_of.end(), lowest) - h->leader_of.begin());
+    h->rank_in_node[static_cast<size_t>(r)] = all[2 * static_cast<size_t>(r) + 1];
+  }
+  h->my_node = h->node_of[static_cast<size_t>(me)];
+  h->blocks = true;
+  for (int r = 1; r < n; ++r) {
+    const int step = h->node_of[static_cast<size_t>(r)] - h->node_of[static_cast<size_t>(r - 1)];
+    if (step != 0 && step != 1) h->blocks = false;
+  }
+  // the leaders in rank order: leader k's rank in `leaders` is k
+  DTMPI_MPI_CHECK(REAL(MPI_Comm_split)(comm, h->node_rank == 0 ? 0 : MPI_UNDEFINED, me, &h->leaders));
+  const int nodes = static_cast<int>(h->leader_of.size());
+  if (nodes <= 1 || nodes == n) return std::unique_ptr<Hierarchy>();  // one node, or one rank per node
+  return h;
+}
+
+namespace {
+
+// The intra-node phases: dtmpi's algorithm select() names for the node's
+// size, else the system MPI's on the node communicator (rooted at its rank 0).
+Status node_call(const Hierarchy& h, CollOpKind op, const void* in, void* out, int count, MPI_Datatype type,
+                 MPI_Op mop, int64_t bytes) {
+  const Algorithm a = select(op, h.node_size, bytes);
+  auto r = run_forced(op, a, in, out, count, type, mop, 0, h.node);
+  if (!r) return r.error();
+  if (r.value()) return ok_status();
+  switch (op) {
+    case CollOpKind::kBarrier: DTMPI_MPI_CHECK(REAL(MPI_Barrier)(h.node)); break;
+    case CollOpKind::kBcast: DTMPI_MPI_CHECK(REAL(MPI_Bcast)(out, count, type, 0, h.node)); break;
+    default: DTMPI_MPI_CHECK(REAL(MPI_Reduce)(in, out, count, type, mop, 0, h.node)); break;
+  }
+  return ok_status();
+}
+
+int64_t bytes_of(int count, MPI_Datatype type) {
+  int size = 0;
+  REAL(MPI_Type_size)(type, &size);
+  return int64_t{count} * size;
+}
+
+}  // namespace
+
+Result<bool> hier_barrier(const Hierarchy& h) {
+  // the node's ranks have arrived; the leaders meet; the node is released
+  DTMPI_TRY(node_call(h, CollOpKind::kBarrier, nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, 0));
+  if (h.leaders != MPI_COMM_NULL) DTMPI_MPI_CHECK(REAL(MPI_Barrier)(h.leaders));
+  DTMPI_TRY(node_call(h, CollOpKind::kBarrier, nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, 0));
+  return true;
+}
+
+Result<bool> hier_bcast(const Hierarchy& h, void* buf, int count, MPI_Datatype type, int root) {
+  const int root_node = h.node_of[static_cast<size_t>(root)], root_in_node = h.rank_in_node[static_cast<size_t>(root)];
+  // a root that does not lead its node hands the data to the leader first
+  if (h.my_node == root_node && root_in_node != 0) {
+    if (h.node_rank == root_in_node)
+      DTMPI_MPI_CHECK(REAL(MPI_Send)(buf, count, type, 0, kHandOverTag, h.node));
+    else if (h.node_rank == 0)
+      DTMPI_MPI_CHECK(REAL(MPI_Recv)(buf, count, type, root_in_node, kHandOverTag, h.node, MPI_STATUS_IGNORE));
+  }
+  if (h.leaders != MPI_COMM_NULL) DTMPI_MPI_CHECK(REAL(MPI_Bcast)(buf, count, type, root_node, h.leaders));
+  DTMPI_TRY(node_call(h, CollOpKind::kBcast, nullptr, buf, count, type, MPI_OP_NULL, bytes_of(count, type)));
+  return true;
+}
+
+Result<bool> hier_reduce(const Hierarchy& h, const void* in, void* out, int count, MPI_Datatype type, MPI_Op op,
+                         int root, int64_t elem, bool commutative) {
+  // the nodes' partial results combine in node order: the rank order only
+  // where every node is a block of consecutive ranks
+  if (!commutative && !h.blocks) return false;
+  const size_t bytes = static_cast<size_t>(count) * static_cast<size_t>(elem);
+  std::vector<char> part(std::max<size_t>(bytes, 1));
+  DTMPI_TRY(node_call(h, CollOpKind::kReduce, in, part.data(), count, type, op, static_cast<int64_t>(bytes)));
+  if (root < 0) {  // Allreduce: the leaders combine, each node gets the result from its leader
+    if (h.leaders != MPI_COMM_NULL) DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(part.data(), out, count, type, op, h.leaders));
+    DTMPI_TRY(node_call(h, CollOpKind::kBcast, nullptr, out, count, type, MPI_OP_NULL, static_cast<int64_t>(bytes)));
+    return true;
+  }
+  const int root_node = h.node_of[static_cast<size_t>(root)], root_in_node = h.rank_in_node[static_cast<size_t>(root)];
+  // (not MPI_IN_PLACE: MPICH 4.0.2's MPI_Reduce crashes with it at a root
+  // other than 0)
+  std::vector<char> whole(h.leaders != MPI_COMM_NULL && h.my_node == root_node ? std::max<size_t>(bytes, 1) : 0);
+  if (h.leaders != MPI_COMM_NULL)
+    DTMPI_MPI_CHECK(REAL(MPI_Reduce)(part.data(), whole.data(), count, type, op, root_node, h.leaders));
+  if (h.my_node != root_node) return true;
+  if (root_in_node == 0) {
+    if (h.node_rank == 0) std::memcpy(out, whole.data(), bytes);
+  } else if (h.node_rank == 0) {
+    DTMPI_MPI_CHECK(REAL(MPI_Send)(whole.data(), count, type, root_in_node, kHandOverTag, h.node));
+  } else if (h.node_rank == root_in_node) {
+    DTMPI_MPI_CHECK(REAL(MPI_Recv)(out, count, type, 0, kHandOverTag, h.node, MPI_STATUS_IGNORE));
+  }
+  return true;
+}
+
+}  // namespace dtmpi::coll
