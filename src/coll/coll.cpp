@@ -4,16 +4,15 @@
 // operation behind a generalized request of the engine's).
 #include "coll/coll.hpp"
 
+#include "coll/entry.hpp"
+
 #include "base/system_mpi.hpp"
 #include "runtime/stats.hpp"
 
 namespace dtmpi::coll {
 
-namespace {
+namespace detail {
 
-// The state of an intracommunicator whose collectives dtmpi may serve; null
-// otherwise. Only a blocking call creates it (collective; a non-blocking one
-// must not block), so until then non-blocking calls stay the system MPI's.
 Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
   if (comm == MPI_COMM_NULL) return std::shared_ptr<CommState>();
   int inter = 0;
@@ -65,14 +64,14 @@ int size_of(MPI_Comm comm) {
   return n;
 }
 
-// Arguments the system MPI must see to report them (an invalid root, a
-// null communicator or type): dtmpi serves only calls that are valid.
 bool valid(MPI_Comm comm, MPI_Datatype type, int root) {
   const int n = size_of(comm);
   return n > 0 && type != MPI_DATATYPE_NULL && root >= 0 && root < n;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
   if (!enabled() || comm == MPI_COMM_NULL) return false;
