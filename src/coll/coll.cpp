@@ -4,6 +4,7 @@
 // operation behind a generalized request of the engine's).
 #include "coll/coll.hpp"
 
+#include "coll/entry.hpp"
 #include "coll/hierarchy.hpp"
 
 #include "base/system_mpi.hpp"
@@ -11,14 +12,9 @@
 
 namespace dtmpi::coll {
 
-namespace {
+namespace detail {
 
-// The state of an intracommunicator whose collectives dtmpi may serve; null
-// otherwise. Only a blocking call creates it (collective; a non-blocking one
-// must not block), so until then non-blocking calls stay the system MPI's.
-// One node: its segment. Several (blocking calls only): its hierarchy, whose
-// entries below take the hier_* functions (coll/hierarchy.hpp).
-Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
+Result<std::shared_ptr<CommState>> usable_or_hierarchy(MPI_Comm comm, bool blocking) {
   if (comm == MPI_COMM_NULL) return std::shared_ptr<CommState>();
   int inter = 0;
   REAL(MPI_Comm_test_inter)(comm, &inter);
@@ -26,6 +22,13 @@ Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
   auto st = state_for(comm, blocking);
   if (!st) return st.error();
   if (!st.value() || !(st.value()->seg || (blocking && st.value()->hier))) return std::shared_ptr<CommState>();
+  return st;
+}
+
+Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
+  auto st = usable_or_hierarchy(comm, blocking);
+  if (!st) return st.error();
+  if (!st.value() || !st.value()->seg) return std::shared_ptr<CommState>();
   return st;
 }
 
@@ -75,20 +78,20 @@ int size_of(MPI_Comm comm) {
   return n;
 }
 
-// Arguments the system MPI must see to report them (an invalid root, a
-// null communicator or type): dtmpi serves only calls that are valid.
 bool valid(MPI_Comm comm, MPI_Datatype type, int root) {
   const int n = size_of(comm);
   return n > 0 && type != MPI_DATATYPE_NULL && root >= 0 && root < n;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
   if (!enabled() || comm == MPI_COMM_NULL) return false;
   const Algorithm a = select(CollOpKind::kBarrier, size_of(comm), 0, req != nullptr);
   if (a == Algorithm::kSystem) return false;
-  auto st = usable(comm, !req);
+  auto st = usable_or_hierarchy(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
   if (!st.value()->seg) return counted(hier_barrier(*st.value()->hier));
@@ -99,7 +102,7 @@ Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c
   if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
   const Algorithm a = select(CollOpKind::kBcast, size_of(comm), bytes_of(count, type), req != nullptr);
   if (a == Algorithm::kSystem) return false;
-  auto st = usable(comm, !req);
+  auto st = usable_or_hierarchy(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
   if (!st.value()->seg) return counted(hier_bcast(*st.value()->hier, buf, count, type, root));
@@ -113,7 +116,7 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
   if (!reducer_for(type, op, r)) return false;
   const Algorithm a = select(CollOpKind::kAllreduce, size_of(comm), count * r.elem, req != nullptr);
   if (a == Algorithm::kSystem) return false;
-  auto st = usable(comm, !req);
+  auto st = usable_or_hierarchy(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
   if (!st.value()->seg)
@@ -129,7 +132,7 @@ Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_
   if (!reducer_for(type, op, r)) return false;
   const Algorithm a = select(CollOpKind::kReduce, size_of(comm), count * r.elem, req != nullptr);
   if (a == Algorithm::kSystem) return false;
-  auto st = usable(comm, !req);
+  auto st = usable_or_hierarchy(comm, !req);
   if (!st) return st.error();
   if (!st.value()) return false;
   const void* in = sb == MPI_IN_PLACE ? rb : sb;  // MPI_IN_PLACE only at the root

@@ -14,7 +14,20 @@
 
 namespace dtmpi::coll {
 
-enum class CollOpKind { kBarrier, kBcast, kAllreduce, kReduce, kCount };
+enum class CollOpKind {
+  kBarrier,
+  kBcast,
+  kAllreduce,
+  kReduce,
+  kAllgather,
+  kGather,
+  kScatter,
+  kAlltoall,
+  kReduceScatterBlock,
+  kScan,
+  kExscan,
+  kCount
+};
 
 // The algorithm DTMPI_COLL selects for `op` on `n` ranks and `bytes` bytes
 // (kSystem: the system MPI's). "tuned" is the built-in choice (select.cpp).
@@ -36,6 +49,21 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
                        MPI_Request* req);
 Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
                     MPI_Request* req);
+// The data-moving ones serve any datatype (a non-contiguous side is packed
+// and unpacked here): the per-rank byte count alone decides.
+Result<bool> allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                       MPI_Request* req);
+Result<bool> alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                      MPI_Request* req);
+Result<bool> gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                    MPI_Comm comm, MPI_Request* req);
+Result<bool> scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
+                     MPI_Comm comm, MPI_Request* req);
+Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                  MPI_Request* req);
+// MPI_Scan (exclusive false) / MPI_Exscan
+Result<bool> scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                  MPI_Request* req);
 
 // For dtmpi-bench and dtmpi-tune: runs `op` with algorithm `a` forced
 // (kSystem: false); with `req`, starts it as the MPI_I* form (the

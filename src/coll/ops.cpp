@@ -35,6 +35,7 @@ bool CollOp::step() {
     entered_ = false;
   }
   complete();
+  if (finally) fail(finally());
   done_ = true;
   return true;
 }

@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,12 +34,19 @@ enum class Algorithm {
   kRecursiveDoubling,  // allreduce (with the pairwise fold for non-powers of two)
   kReduceScatterAllgather,  // allreduce: rank i folds block i of all inputs, all read all blocks
   kTree,           // allreduce: binomial reduce to rank 0 + binomial bcast
+  kRing,           // allgather: n-1 steps, each rank reads from its left neighbour
+  kPairwise,       // alltoall: step k reads from rank me-k
+  kLinear,         // scan / exscan: rank i waits for rank i-1's prefix
 };
 
 class CollOp : public transport::Operation {
  public:
   CollOp(std::shared_ptr<CommState> st, uint64_t chunks);
   bool step() final;
+  // Local buffers the operation reads or writes (packed sides), and what
+  // runs after complete() (unpacking them into the user's layout).
+  std::vector<std::vector<char>> keep;
+  std::function<int()> finally;
 
  protected:
   // Advances chunk `chunk_` (sequence number `seq_`) as far as it can without
@@ -94,6 +102,25 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
                                        int count, const Reducer& r);
 std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                     const Reducer& r, int root);
+
+// The data-moving collectives: `send` / `recv` are contiguous bytes (the
+// caller packs a non-contiguous side: coll_move.cpp), `block` bytes per rank;
+// `send` may equal the recv block it stands for (MPI_IN_PLACE). Null where the
+// algorithm cannot serve the call (the same answer on every rank).
+std::unique_ptr<CollOp> make_allgather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                       int64_t block);
+std::unique_ptr<CollOp> make_alltoall(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                      int64_t block);
+// gather: `recv` only at the root; scatter: `send` only at the root
+std::unique_ptr<CollOp> make_gather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                    int64_t block, int root);
+std::unique_ptr<CollOp> make_scatter(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                     int64_t block, int root);
+// Reduce_scatter_block (`count` elements per block), Scan and Exscan.
+std::unique_ptr<CollOp> make_reduce_scatter_block(std::shared_ptr<CommState> st, Algorithm a, const void* in,
+                                                  void* out, int count, const Reducer& r);
+std::unique_ptr<CollOp> make_scan(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
+                                  const Reducer& r, bool exclusive);
 
 // Binomial tree helpers over relative ranks (root 0): the lowest set bit
 // (n for 0, the root's "infinite" one), the parent, and child k = vr + 2^k.

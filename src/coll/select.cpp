@@ -35,6 +35,9 @@ Algorithm parse_alg(const std::string& s) {
   if (s == "recdbl") return Algorithm::kRecursiveDoubling;
   if (s == "rsag") return Algorithm::kReduceScatterAllgather;
   if (s == "tree") return Algorithm::kTree;
+  if (s == "ring") return Algorithm::kRing;
+  if (s == "pairwise") return Algorithm::kPairwise;
+  if (s == "linear") return Algorithm::kLinear;
   return Algorithm::kSystem;
 }
 
@@ -42,7 +45,9 @@ Table read_table() {
   Table t;
   t.alg.fill(Algorithm::kSystem);
   const std::string& v = runtime::config().coll;
-  static const char* kOps[] = {"barrier", "bcast", "allreduce", "reduce"};
+  static const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",
+                               "scatter", "alltoall", "reduce_scatter_block", "scan",   "exscan"};
+  static_assert(sizeof kOps / sizeof kOps[0] == static_cast<size_t>(CollOpKind::kCount));
   // "tuned" first (it fills the ops not named), then the named ones
   bool tuned = false;
   for (size_t at = 0; at <= v.size();) {

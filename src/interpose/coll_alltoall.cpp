@@ -2,6 +2,7 @@
 // non-blocking, through the staging path (interpose/coll_staging.hpp) when a
 // buffer is one the system MPI cannot take. One implementation per
 // collective; `req` null selects the blocking form.
+#include "coll/coll.hpp"
 #include "interpose/coll_p2p.hpp"
 #include "interpose/coll_staging.hpp"
 #include "interpose/export.hpp"
@@ -22,6 +23,10 @@ dtmpi::Status alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
+                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                          auto served = dtmpi::coll::alltoall(a.buf, a.count, a.type, b.buf, b.count, b.type, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Ialltoall)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm, q)
                                    : REAL(MPI_Alltoall)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm);
                         });

@@ -48,6 +48,10 @@ dtmpi::Status allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int r
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
+                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                          auto served = dtmpi::coll::allgather(a.buf, a.count, a.type, b.buf, b.count, b.type, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Iallgather)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm, q)
                                    : REAL(MPI_Allgather)(a.buf, a.count, a.type, b.buf, b.count, b.type, comm);
                         });
@@ -117,6 +121,10 @@ dtmpi::Status gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, 
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
+                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                          auto served = dtmpi::coll::gather(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Igather)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm, q)
                                    : REAL(MPI_Gather)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm);
                         });
@@ -150,6 +158,10 @@ dtmpi::Status scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
+                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                          auto served = dtmpi::coll::scatter(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Iscatter)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm, q)
                                    : REAL(MPI_Scatter)(a.buf, a.count, a.type, b.buf, b.count, b.type, root, comm);
                         });

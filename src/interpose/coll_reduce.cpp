@@ -177,6 +177,10 @@ dtmpi::Status reduce_scatter_block(const void* sb, void* rb, int count, MPI_Data
   // in place, the result buffer holds all n blocks of input
   return run_reduction(sb, n * count, rb, in_place ? n * count : count, in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
+                         // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                         auto served = dtmpi::coll::reduce_scatter_block(s, r, count, type, op, comm, q);
+                         if (!served) return served.error().code;
+                         if (served.value()) return MPI_SUCCESS;
                          return q ? REAL(MPI_Ireduce_scatter_block)(s, r, count, type, op, comm, q)
                                   : REAL(MPI_Reduce_scatter_block)(s, r, count, type, op, comm);
                        });
@@ -204,6 +208,10 @@ dtmpi::Status scan(bool exclusive, const void* sb, void* rb, int count, MPI_Data
   tp::poll();
   return run_reduction(sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
+                         // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                         auto served = dtmpi::coll::scan(exclusive, s, r, count, type, op, comm, q);
+                         if (!served) return served.error().code;
+                         if (served.value()) return MPI_SUCCESS;
                          if (exclusive)
                            return q ? REAL(MPI_Iexscan)(s, r, count, type, op, comm, q)
                                     : REAL(MPI_Exscan)(s, r, count, type, op, comm);

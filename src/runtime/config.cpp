@@ -64,7 +64,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_COLL", "system",
      "collectives on a communicator of one node: system (the system MPI's), tuned (dtmpi's built-in choice per "
      "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat, bcast:binomial|flat, "
-     "allreduce:recdbl|rsag|tree, reduce:binomial|flat; any op:system) and optionally tuned for the ops not named "
+     "allreduce:recdbl|rsag|tree, reduce:binomial|flat, allgather:ring|recdbl|flat, gather:binomial|flat, "
+     "scatter:binomial|flat, alltoall:pairwise|flat, reduce_scatter_block:flat, scan:linear|recdbl, "
+     "exscan:linear|recdbl; any op:system) and optionally tuned for the ops not named "
      "-- docs/collectives.md"},
     {"DTMPI_COLL_TABLE", "$DTMPI_CACHE_DIR/coll-<host>.json",
      "the table dtmpi-tune writes and DTMPI_COLL=tuned reads (the measured best algorithm per operation, size and "

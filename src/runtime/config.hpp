@@ -98,8 +98,17 @@ const Config& config();
 // per operation: "op alg1 alg2 ..." (src/coll implements each).
 // (Constant data, not a std::vector: the environment may be read by another
 // library object's static constructor, before a vector here is built.)
-inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat system", "bcast binomial flat system",
-                                                  "allreduce recdbl rsag tree system", "reduce binomial flat system"};
+inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat system",
+                                                  "bcast binomial flat system",
+                                                  "allreduce recdbl rsag tree system",
+                                                  "reduce binomial flat system",
+                                                  "allgather ring recdbl flat system",
+                                                  "gather binomial flat system",
+                                                  "scatter binomial flat system",
+                                                  "alltoall pairwise flat system",
+                                                  "reduce_scatter_block flat system",
+                                                  "scan linear recdbl system",
+                                                  "exscan linear recdbl system"};
 const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();

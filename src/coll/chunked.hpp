@@ -1,0 +1,63 @@
+// The frame of the reductions (reduce_ops.cpp, scan_ops.cpp): a chunk is
+// `cap` whole elements of every region, each region rounded up to 64 bytes.
+#pragma once
+#include <algorithm>
+#include <cstring>
+
+#include "coll/ops.hpp"
+
+namespace dtmpi::coll {
+
+// Operations whose chunk count depends on the scratch: built in two steps.
+template <class Op, class... Args>
+std::unique_ptr<CollOp> build(std::shared_ptr<CommState> st, int regions, int count, const Reducer& r,
+                              Args&&... args) {
+  // room for the 64-byte rounding of each region; an element that does not
+  // fit leaves the call to the system MPI (the same answer on every rank)
+  const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / static_cast<size_t>(regions)) - 64;
+  if (r.elem <= 0 || r.elem > room) return nullptr;
+  const int64_t cap = room / r.elem;
+  const uint64_t chunks = static_cast<uint64_t>((count + cap - 1) / cap);
+  return std::make_unique<Op>(std::move(st), chunks, cap, regions, count, r, std::forward<Args>(args)...);
+}
+
+class ChunkedReduction : public CollOp {
+ public:
+  ChunkedReduction(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count,
+                   const Reducer& r, const void* in, void* out)
+      : CollOp(std::move(st), chunks), in_(static_cast<const char*>(in)), out_(static_cast<char*>(out)),
+        count_(count), r_(r), cap_(cap) {
+    region_bytes_ = (static_cast<size_t>(cap_ * r_.elem) + 63) / 64 * 64;
+    (void)regions;
+    st_->acc.resize(static_cast<size_t>(cap_ * r_.elem));
+    st_->tmp.resize(static_cast<size_t>(cap_ * r_.elem));
+  }
+
+ protected:
+  int64_t first() const { return static_cast<int64_t>(chunk_) * cap_; }
+  int64_t m() const { return std::min<int64_t>(cap_, count_ - first()); }
+  size_t bytes() const { return static_cast<size_t>(m() * r_.elem); }
+  const char* in() const { return in_ + first() * r_.elem; }
+  char* out() const { return out_ ? out_ + first() * r_.elem : nullptr; }
+  char* tmp() const { return st_->tmp.data(); }
+  void check(int rc) {
+    if (rc != MPI_SUCCESS) fail(rc);
+  }
+  // children of relative rank vr (tree root 0) from index_ on: acc = acc op child
+  bool fold_children(int vr, int tree_root, char* acc, unsigned phase) {
+    for (; (1 << index_) < lowbit(vr, n()) && vr + (1 << index_) < n(); ++index_) {
+      const int child = (vr + (1 << index_) + tree_root) % n();
+      if (!ready(child, phase)) return false;
+      check(r_.right(acc, region(child, 0), m(), tmp()));
+    }
+    return true;
+  }
+
+  const char* in_;
+  char* out_;
+  int64_t count_;
+  Reducer r_;
+  int64_t cap_;
+};
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,31 @@
+// What the entries (coll.cpp, coll_move.cpp) share: which calls dtmpi's
+// algorithms may serve and how an operation is started.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+
+#include "base/result.hpp"
+#include "coll/ops.hpp"
+
+namespace dtmpi::coll::detail {
+
+// The state of an intracommunicator whose collectives dtmpi may serve; null
+// otherwise. Only a blocking call creates it (collective; a non-blocking one
+// must not block), so until then non-blocking calls stay the system MPI's.
+Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking);
+// usable, or for a blocking call on a communicator spanning nodes, its state
+// with the hierarchy (coll/hierarchy.hpp; no segment): Barrier, Bcast,
+// Reduce and Allreduce serve those through it.
+Result<std::shared_ptr<CommState>> usable_or_hierarchy(MPI_Comm comm, bool blocking);
+// Runs `op` to its end (req null) or behind a request; false for a null op.
+Result<bool> start(std::unique_ptr<CollOp> op, MPI_Request* req);
+// A reduction's element: contiguous types only.
+bool reducer_for(MPI_Datatype type, MPI_Op op, Reducer& r);
+int64_t bytes_of(int count, MPI_Datatype type);
+int size_of(MPI_Comm comm);
+// Arguments the system MPI must see to report them (an invalid root, a
+// null communicator or type): dtmpi serves only calls that are valid.
+bool valid(MPI_Comm comm, MPI_Datatype type, int root);
+
+}  // namespace dtmpi::coll::detail

@@ -1,0 +1,133 @@
+// Allgather (flat, ring, recursive doubling / Bruck) and Alltoall (pairwise,
+// flat) on the node segment, over contiguous bytes (coll_move.cpp packs).
+// Every rank writes each piece of its slot once per chunk and raises its
+// `ready` flag by phases; a reader pulls (get) what a phase promises. Flags
+// only grow and pieces are never rewritten within a chunk, so a later phase
+// also vouches for everything an earlier one did.
+#include <cstring>
+
+#include "coll/move.hpp"
+
+namespace dtmpi::coll {
+
+namespace {
+
+using Seg = transport::NodeSegment;
+
+// Allgather. Flat: every rank publishes its block (piece 0) and reads all.
+// Ring and recursive doubling keep piece j = block j (absolute ranks):
+// ring step k reads from the left neighbour the block it got at step k-1
+// (phase k-1); recursive doubling (a power of two) reads in round k the 2^k
+// blocks of rank me^2^k, Bruck (other sizes) the blocks me+2^k.. of rank
+// me+2^k, which holds [itself, itself + 2^k) after round k-1 (phase k).
+class Allgather final : public ChunkedMove {
+ public:
+  Allgather(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, Algorithm a)
+      : ChunkedMove(std::move(st), cap, send, recv, block), alg_(a) {}
+
+ private:
+  bool advance() override {
+    if (phase_ == 0) {
+      const int piece = alg_ == Algorithm::kFlat ? 0 : me();
+      Seg::put(at(me(), piece), send_ + off(), len());
+      publish(0);
+      if (send_ != recv_ + me() * block_) std::memcpy(rblock(me()), send_ + off(), len());
+      phase_ = 1;
+      index_ = alg_ == Algorithm::kRing ? 1 : 0;
+    }
+    switch (alg_) {
+      case Algorithm::kFlat:
+        for (; index_ < n(); ++index_) {
+          if (index_ == me()) continue;
+          if (!ready(index_, 0)) return false;
+          Seg::get(rblock(index_), at(index_, 0), len());
+        }
+        return true;
+      case Algorithm::kRing:
+        for (; index_ < n(); ++index_) {  // step index_
+          const int left = (me() - 1 + n()) % n(), j = (me() - index_ + n()) % n();
+          const unsigned ph = static_cast<unsigned>(index_ - 1);
+          if (!ready(left, ph)) return false;
+          if (index_ + 1 < n()) {  // the right neighbour reads it at the next step
+            Seg::put(at(me(), j), at(left, j), len());
+            publish(static_cast<unsigned>(index_));
+          }
+          Seg::get(rblock(j), at(left, j), len());
+        }
+        return true;
+      default:
+        return doubling();
+    }
+  }
+  bool doubling() {
+    const bool pow2 = (n() & (n() - 1)) == 0;
+    for (; (1 << index_) < n(); ++index_) {
+      const int dist = 1 << index_;
+      const int from = pow2 ? me() ^ dist : (me() + dist) % n();
+      const int first = pow2 ? from & ~(dist - 1) : from;
+      const int blocks = pow2 ? dist : std::min(dist, n() - dist);
+      if (!ready(from, static_cast<unsigned>(index_))) return false;
+      const bool forward = 2 * dist < n();  // a later round reads them from here
+      for (int i = 0; i < blocks; ++i) {
+        const int j = (first + i) % n();
+        if (forward) Seg::put(at(me(), j), at(from, j), len());
+        Seg::get(rblock(j), at(from, j), len());
+      }
+      if (forward) publish(static_cast<unsigned>(index_ + 1));
+    }
+    return true;
+  }
+  Algorithm alg_;
+};
+
+// Alltoall: every rank publishes its n send blocks (piece j: for rank j) and
+// reads piece `me` of every rank; pairwise in the order me-1, me-2, ...
+// (each step a different source per rank), flat in the order me+1, me+2, ... In place the send
+// blocks are the receive buffer's, all published before any is overwritten.
+class Alltoall final : public ChunkedMove {
+ public:
+  Alltoall(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, bool pairwise)
+      : ChunkedMove(std::move(st), cap, send, recv, block), pairwise_(pairwise) {}
+
+ private:
+  bool advance() override {
+    if (phase_ == 0) {
+      for (int j = 0; j < n(); ++j)
+        if (j != me()) Seg::put(at(me(), j), sblock(j), len());
+      publish(0);
+      if (send_ != recv_) std::memcpy(rblock(me()), sblock(me()), len());
+      phase_ = 1;
+      index_ = 1;
+    }
+    for (; index_ < n(); ++index_) {
+      const int from = pairwise_ ? (me() - index_ + n()) % n() : (me() + index_) % n();
+      if (!ready(from, 0)) return false;
+      Seg::get(rblock(from), at(from, me()), len());
+    }
+    return true;
+  }
+  bool pairwise_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollOp> make_allgather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                       int64_t block) {
+  if (block <= 0) return nullptr;
+  if (a != Algorithm::kFlat && a != Algorithm::kRing && a != Algorithm::kRecursiveDoubling) return nullptr;
+  // ring phases count the steps: at most 2^kPhaseBits - 1 of them
+  if (a == Algorithm::kRing && st->size >= (1 << transport::kPhaseBits)) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, a == Algorithm::kFlat ? 1 : st->size);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Allgather>(std::move(st), cap, send, recv, block, a);
+}
+
+std::unique_ptr<CollOp> make_alltoall(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                      int64_t block) {
+  if (block <= 0 || (a != Algorithm::kPairwise && a != Algorithm::kFlat)) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, st->size);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Alltoall>(std::move(st), cap, send, recv, block, a == Algorithm::kPairwise);
+}
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,125 @@
+// Gather and Scatter (binomial tree with contiguous subtrees, flat) on the
+// node segment, over contiguous bytes (coll_move.cpp packs). Ranks relative
+// to the root (vr = me - root mod n) are the tree's: the subtree of vr is
+// vr .. vr + lowbit(vr) - 1, so a subtree's blocks are one contiguous range
+// of pieces (piece t: block of relative rank vr + t) and move with one copy.
+#include <cstring>
+
+#include "coll/move.hpp"
+
+namespace dtmpi::coll {
+
+namespace {
+
+using Seg = transport::NodeSegment;
+
+class Rooted : public ChunkedMove {
+ public:
+  Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, int root,
+         bool flat)
+      : ChunkedMove(std::move(st), cap, send, recv, block), root_(root), flat_(flat) {}
+
+ protected:
+  int vr() const { return (me() - root_ + n()) % n(); }
+  int abs(int rel) const { return (rel + root_) % n(); }
+  // blocks in the subtree of relative rank v
+  int subtree(int v) const { return std::min(lowbit(v, n()), n() - v); }
+  int root_;
+  bool flat_;
+};
+
+// Gather: a rank copies its block (piece 0) and each child's subtree (piece
+// 2^i: child vr + 2^i) into its slot, then publishes phase 0; the root reads
+// its children's ranges into the receive buffer. Flat: every rank publishes
+// its block, the root reads them all.
+class Gather final : public Rooted {
+ public:
+  using Rooted::Rooted;
+
+ private:
+  bool advance() override {
+    const int v = vr();
+    if (v == 0) {
+      if (phase_ == 0) {
+        if (send_ != rblock(root_) - off()) std::memcpy(rblock(root_), send_ + off(), len());
+        phase_ = 1;
+        index_ = flat_ ? 1 : 0;
+      }
+      if (flat_) {
+        for (; index_ < n(); ++index_) {
+          if (!ready(abs(index_), 0)) return false;
+          Seg::get(rblock(abs(index_)), at(abs(index_), 0), len());
+        }
+        return true;
+      }
+      for (; (1 << index_) < n(); ++index_) {
+        const int child = 1 << index_;
+        if (!ready(abs(child), 0)) return false;
+        for (int t = 0; t < subtree(child); ++t) Seg::get(rblock(abs(child + t)), at(abs(child), t), len());
+      }
+      return true;
+    }
+    if (phase_ == 0) {
+      Seg::put(at(me(), 0), send_ + off(), len());
+      phase_ = 1;
+    }
+    if (!flat_) {
+      for (; (1 << index_) < lowbit(v, n()) && v + (1 << index_) < n(); ++index_) {
+        const int child = v + (1 << index_);
+        if (!ready(abs(child), 0)) return false;
+        Seg::put(at(me(), 1 << index_), at(abs(child), 0), static_cast<size_t>(subtree(child)) * len());
+      }
+    }
+    publish(0);
+    return true;
+  }
+};
+
+// Scatter: the root publishes the blocks of relative ranks 1..n-1 (piece t:
+// relative rank t); a rank with children copies its subtree's range from its
+// parent into its slot (piece 0: its own block) and publishes it. Flat: every
+// rank reads its piece of the root's slot.
+class Scatter final : public Rooted {
+ public:
+  using Rooted::Rooted;
+
+ private:
+  bool advance() override {
+    const int v = vr();
+    if (v == 0) {
+      for (int t = 1; t < n(); ++t) Seg::put(at(me(), t), sblock(abs(t)), len());
+      publish(0);
+      if (recv_ && recv_ != sblock(root_) - off()) std::memcpy(recv_ + off(), sblock(root_), len());
+      return true;
+    }
+    const int parent = flat_ ? 0 : parent_of(v);
+    if (!ready(abs(parent), 0)) return false;
+    const char* mine = at(abs(parent), v - parent);
+    if (!flat_ && has_children(v, n())) {
+      Seg::put(at(me(), 0), mine, static_cast<size_t>(subtree(v)) * len());
+      publish(0);
+    }
+    Seg::get(recv_ + off(), mine, len());
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CollOp> make_gather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                    int64_t block, int root) {
+  if (block <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat)) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, a == Algorithm::kFlat ? 1 : st->size);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Gather>(std::move(st), cap, send, recv, block, root, a == Algorithm::kFlat);
+}
+
+std::unique_ptr<CollOp> make_scatter(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                     int64_t block, int root) {
+  if (block <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat)) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, st->size);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Scatter>(std::move(st), cap, send, recv, block, root, a == Algorithm::kFlat);
+}
+
+}  // namespace dtmpi::coll

@@ -1,0 +1,90 @@
+// What the differential tests of dtmpi's collectives share: the
+// communicators under test, a random stream common to a communicator, the
+// inputs of reductions and the count of calls dtmpi's algorithms served.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+extern "C" const char* dtmpi_stats(void) __attribute__((weak));
+
+namespace coll_test {
+
+inline long long served_by_dtmpi() {
+  const char* s = dtmpi_stats ? dtmpi_stats() : nullptr;
+  const char* at = s ? std::strstr(s, "dtmpi's collective algorithms ") : nullptr;
+  return at ? std::atoll(at + std::strlen("dtmpi's collective algorithms ")) : -1;
+}
+
+// The communicators under test: the world, halves split by parity (odd sizes,
+// 1 rank), and the world in reversed rank order.
+inline std::vector<MPI_Comm> comms() {
+  std::vector<MPI_Comm> out{MPI_COMM_WORLD};
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm half = MPI_COMM_NULL, rev = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
+  MPI_Comm_split(MPI_COMM_WORLD, 0, n - me, &rev);
+  out.push_back(half);
+  out.push_back(rev);
+  return out;
+}
+inline void free_comms(std::vector<MPI_Comm>& c) {
+  for (size_t i = 1; i < c.size(); ++i) MPI_Comm_free(&c[i]);
+}
+
+// The same random stream on every rank of `comm` (seeded from rank 0).
+inline std::mt19937 shared_rng(MPI_Comm comm, unsigned salt) {
+  unsigned seed = static_cast<unsigned>(std::random_device{}()) ^ salt;
+  PMPI_Bcast(&seed, 1, MPI_UNSIGNED, 0, comm);
+  return std::mt19937(seed);
+}
+
+struct TypeCase {
+  MPI_Datatype type;
+  size_t elem;  // bytes of one element's span in the buffer (extent)
+  bool integer;
+};
+
+// Fills `n` elements of a case with small integer values (exact in floating
+// point whatever the order of a sum), distinct per rank.
+inline void fill(std::vector<char>& buf, const TypeCase& t, int64_t count, std::mt19937& rng) {
+  buf.assign(static_cast<size_t>(count) * t.elem + 16, 0);
+  std::uniform_int_distribution<int> d(1, 3);
+  if (t.type == MPI_DOUBLE) {
+    for (int64_t i = 0; i < count; ++i) reinterpret_cast<double*>(buf.data())[i] = d(rng);
+  } else if (t.type == MPI_FLOAT) {
+    for (int64_t i = 0; i < count; ++i) reinterpret_cast<float*>(buf.data())[i] = static_cast<float>(d(rng));
+  } else if (t.type == MPI_INT) {
+    for (int64_t i = 0; i < count; ++i) reinterpret_cast<int*>(buf.data())[i] = d(rng) * (i % 2 ? -1 : 1);
+  } else if (t.type == MPI_LONG_LONG) {
+    for (int64_t i = 0; i < count; ++i) reinterpret_cast<long long*>(buf.data())[i] = static_cast<long long>(d(rng)) << (i % 40);
+  } else if (t.type == MPI_2INT) {
+    for (int64_t i = 0; i < 2 * count; ++i) reinterpret_cast<int*>(buf.data())[i] = d(rng);
+  } else {
+    for (auto& c : buf) c = static_cast<char>(d(rng));
+  }
+}
+
+// 2x2 matrices of uint32 (mod 2^32): associative, not commutative.
+inline void matmul(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* a = static_cast<uint32_t*>(in);
+  auto* b = static_cast<uint32_t*>(inout);
+  for (int i = 0; i < *len; ++i, a += 4, b += 4) {
+    const uint32_t r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
+                           a[2] * b[1] + a[3] * b[3]};
+    std::memcpy(b, r, sizeof r);
+  }
+}
+
+struct Reduction {
+  TypeCase t;
+  MPI_Op op;
+};
+
+}  // namespace coll_test

@@ -1,0 +1,257 @@
+// dtmpi's Allgather, Alltoall, Gather, Scatter, Reduce_scatter_block, Scan
+// and Exscan (src/coll) against the system MPI's result on the same input:
+// MPI_* through dtmpi, PMPI_* straight to the system MPI, byte for byte
+// (whole receive buffers, gaps of non-contiguous types included). CTest runs
+// it once per DTMPI_COLL setting (every algorithm forced, a small scratch for
+// chunks) on 1-4 ranks; random counts (0, small, past a scratch slot), types
+// (contiguous, derived, send and receive types that differ), roots,
+// MPI_IN_PLACE, blocking and non-blocking, on the world, halves of odd sizes
+// and the world reversed.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "coll_common.hpp"
+
+namespace {
+
+using namespace coll_test;
+
+// A send type and a receive type of one block: `sk` of `st` carry the bytes
+// of `rk` of `rt`.
+struct Pair {
+  MPI_Datatype st;
+  int sk;
+  MPI_Datatype rt;
+  int rk;
+};
+
+MPI_Aint extent_of(MPI_Datatype t) {
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(t, &lb, &extent);
+  return extent;
+}
+
+std::vector<char> random_bytes(size_t n, std::mt19937& rng) {
+  std::vector<char> v(n);
+  for (auto& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+struct Types {
+  MPI_Datatype vec = MPI_DATATYPE_NULL, pair = MPI_DATATYPE_NULL;
+  std::vector<Pair> pairs;
+  Types() {
+    MPI_Type_vector(3, 2, 5, MPI_INT, &vec);  // non-contiguous: packed (6 ints, extent 12 ints)
+    MPI_Type_commit(&vec);
+    MPI_Type_contiguous(2, MPI_DOUBLE, &pair);
+    MPI_Type_commit(&pair);
+    pairs = {{MPI_CHAR, 1, MPI_CHAR, 1}, {MPI_DOUBLE, 1, MPI_DOUBLE, 1}, {pair, 1, MPI_DOUBLE, 2},
+             {vec, 1, MPI_INT, 6},       {MPI_INT, 6, vec, 1},            {vec, 1, vec, 1}};
+  }
+  ~Types() {
+    MPI_Type_free(&vec);
+    MPI_Type_free(&pair);
+  }
+};
+
+int64_t random_count(int it, std::mt19937& rng) {
+  if (it % 10 == 9) return 3000 + rng() % 12000;  // past a scratch slot (chunks)
+  if (it % 10 == 4) return 0;
+  return rng() % 600;
+}
+
+// Whether DTMPI_COLL names an algorithm of dtmpi's for `op`.
+bool named(const std::string& op) {
+  const char* v = std::getenv("DTMPI_COLL");
+  const std::string s = "," + std::string(v ? v : "") + ",";
+  const size_t at = s.find("," + op + ":");
+  return at != std::string::npos && s.compare(at + op.size() + 2, 7, "system,") != 0;
+}
+
+// Checks, at the end of a test of `op`, that dtmpi's algorithm served some of its calls where named.
+struct ServedCheck {
+  std::string op;
+  long long before = served_by_dtmpi();
+  ~ServedCheck() {
+    if (named(op)) {
+      EXPECT_GT(served_by_dtmpi(), before) << "DTMPI_COLL names " << op << " but dtmpi served none";
+    }
+  }
+};
+
+enum class Kind { kAllgather, kAlltoall, kGather, kScatter };
+
+// One call of `kind` through dtmpi (mine) or the system MPI (ref).
+int call(Kind kind, bool sys, bool nb, const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+         int root, MPI_Comm comm) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Request* q = nb ? &r : nullptr;
+  int code = MPI_SUCCESS;
+  switch (kind) {
+    case Kind::kAllgather:
+      code = sys ? PMPI_Allgather(sb, sc, st, rb, rc, rt, comm)
+                 : q ? MPI_Iallgather(sb, sc, st, rb, rc, rt, comm, q) : MPI_Allgather(sb, sc, st, rb, rc, rt, comm);
+      break;
+    case Kind::kAlltoall:
+      code = sys ? PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm)
+                 : q ? MPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, q) : MPI_Alltoall(sb, sc, st, rb, rc, rt, comm);
+      break;
+    case Kind::kGather:
+      code = sys ? PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm)
+                 : q ? MPI_Igather(sb, sc, st, rb, rc, rt, root, comm, q)
+                     : MPI_Gather(sb, sc, st, rb, rc, rt, root, comm);
+      break;
+    case Kind::kScatter:
+      code = sys ? PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm)
+                 : q ? MPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, q)
+                     : MPI_Scatter(sb, sc, st, rb, rc, rt, root, comm);
+      break;
+  }
+  if (code == MPI_SUCCESS && q) code = MPI_Wait(q, MPI_STATUS_IGNORE);
+  return code;
+}
+
+void moves_match(Kind kind) {
+  static const char* kNames[] = {"allgather", "alltoall", "gather", "scatter"};
+  ServedCheck served{kNames[static_cast<int>(kind)]};
+  Types types;
+  auto cs = comms();
+  for (MPI_Comm comm : cs) {
+    int me = 0, n = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    auto rng = shared_rng(comm, 10 + static_cast<unsigned>(kind));
+    for (int it = 0; it < 60; ++it) {
+      const Pair& p = types.pairs[rng() % types.pairs.size()];
+      const int64_t count = random_count(it, rng);
+      const int root = static_cast<int>(rng() % static_cast<unsigned>(n));
+      const bool in_place = rng() % 3 == 0, nb = it % 4 == 1;
+      const bool is_root = me == root;
+      const int sc = static_cast<int>(count * p.sk), rc = static_cast<int>(count * p.rk);
+      // blocks on each side: the send side holds n of them for alltoall and
+      // a scatter's root, the receive side for allgather, alltoall and a gather's root
+      const bool rooted = kind == Kind::kGather || kind == Kind::kScatter;
+      const int sblocks = kind == Kind::kAlltoall || (kind == Kind::kScatter && is_root) ? n : 1;
+      const int rblocks = kind == Kind::kAllgather || kind == Kind::kAlltoall || (kind == Kind::kGather && is_root) ? n : 1;
+      std::mt19937 local(rng() + static_cast<unsigned>(me) * 7919u);
+      std::vector<char> send = random_bytes(static_cast<size_t>(sblocks * sc * extent_of(p.st) + 64), local);
+      std::vector<char> mine = random_bytes(static_cast<size_t>(rblocks * rc * extent_of(p.rt) + 64), local);
+      std::vector<char> ref = mine;
+      // MPI_IN_PLACE: the send buffer of allgather, alltoall and a gather's
+      // root; the receive buffer of a scatter's root
+      const bool send_in_place = in_place && (!rooted || (kind == Kind::kGather && is_root));
+      const bool recv_in_place = in_place && kind == Kind::kScatter && is_root;
+      for (int sys = 0; sys < 2; ++sys) {
+        std::vector<char>& out = sys ? ref : mine;
+        const int code = call(kind, sys != 0, nb && !sys, send_in_place ? MPI_IN_PLACE : send.data(), sc, p.st,
+                              recv_in_place ? MPI_IN_PLACE : out.data(), rc, p.rt, root, comm);
+        ASSERT_EQ(code, MPI_SUCCESS);
+      }
+      const bool result_here = kind != Kind::kGather || is_root;
+      if (result_here && !recv_in_place) {
+        EXPECT_EQ(0, std::memcmp(mine.data(), ref.data(), mine.size()))
+            << "pair " << (&p - types.pairs.data()) << " count " << count << " root " << root << " in place "
+            << in_place << (nb ? " non-blocking" : "") << " on " << n << " ranks";
+      }
+    }
+  }
+  free_comms(cs);
+}
+
+TEST(CollMore, AllgatherMatchesSystem) { moves_match(Kind::kAllgather); }
+TEST(CollMore, AlltoallMatchesSystem) { moves_match(Kind::kAlltoall); }
+TEST(CollMore, GatherMatchesSystem) { moves_match(Kind::kGather); }
+TEST(CollMore, ScatterMatchesSystem) { moves_match(Kind::kScatter); }
+
+enum class RKind { kReduceScatterBlock, kScan, kExscan };
+
+int rcall(RKind kind, bool sys, bool nb, const void* sb, void* rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  int code = MPI_SUCCESS;
+  switch (kind) {
+    case RKind::kReduceScatterBlock:
+      code = sys  ? PMPI_Reduce_scatter_block(sb, rb, count, t, op, comm)
+             : nb ? MPI_Ireduce_scatter_block(sb, rb, count, t, op, comm, &r)
+                  : MPI_Reduce_scatter_block(sb, rb, count, t, op, comm);
+      break;
+    case RKind::kScan:
+      code = sys ? PMPI_Scan(sb, rb, count, t, op, comm) : nb ? MPI_Iscan(sb, rb, count, t, op, comm, &r)
+                                                               : MPI_Scan(sb, rb, count, t, op, comm);
+      break;
+    case RKind::kExscan:
+      code = sys ? PMPI_Exscan(sb, rb, count, t, op, comm) : nb ? MPI_Iexscan(sb, rb, count, t, op, comm, &r)
+                                                                 : MPI_Exscan(sb, rb, count, t, op, comm);
+      break;
+  }
+  if (code == MPI_SUCCESS && nb && !sys) code = MPI_Wait(&r, MPI_STATUS_IGNORE);
+  return code;
+}
+
+void prefix_reductions_match(RKind kind) {
+  static const char* kNames[] = {"reduce_scatter_block", "scan", "exscan"};
+  ServedCheck served{kNames[static_cast<int>(kind)]};
+  MPI_Datatype mat = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(4, MPI_UINT32_T, &mat);
+  MPI_Type_commit(&mat);
+  MPI_Op noncommutative = MPI_OP_NULL;
+  MPI_Op_create(matmul, 0, &noncommutative);
+  const Reduction cases[] = {
+      {{MPI_INT, 4, true}, MPI_SUM},        {{MPI_INT, 4, true}, MPI_PROD},   {{MPI_INT, 4, true}, MPI_MAX},
+      {{MPI_DOUBLE, 8, false}, MPI_SUM},    {{MPI_DOUBLE, 8, false}, MPI_MIN}, {{MPI_FLOAT, 4, false}, MPI_SUM},
+      {{MPI_LONG_LONG, 8, true}, MPI_BXOR}, {{MPI_2INT, 8, true}, MPI_MAXLOC}, {{mat, 16, true}, noncommutative},
+      {{MPI_CHAR, 1, true}, MPI_BAND}};
+  const int kCases = sizeof cases / sizeof cases[0];
+  auto cs = comms();
+  for (MPI_Comm comm : cs) {
+    int me = 0, n = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    auto rng = shared_rng(comm, 20 + static_cast<unsigned>(kind));
+    for (int it = 0; it < 60; ++it) {
+      const Reduction& c = cases[it < kCases ? it : rng() % kCases];
+      const int64_t count = it % 8 == 7 ? 3000 + rng() % 12000 : it % 8 == 3 ? 0 : 1 + rng() % 700;
+      const bool in_place = rng() % 3 == 0, nb = it % 4 == 1;
+      const int64_t in_count = kind == RKind::kReduceScatterBlock ? n * count : count;
+      std::mt19937 local(rng() + static_cast<unsigned>(me) * 104729u);
+      std::vector<char> in, out, ref;
+      fill(in, c.t, in_count, local);
+      out.assign(in.size(), 7);
+      if (in_place) out = in;
+      ref = out;
+      for (int sys = 0; sys < 2; ++sys) {
+        std::vector<char>& o = sys ? ref : out;
+        ASSERT_EQ(MPI_SUCCESS, rcall(kind, sys != 0, nb, in_place ? MPI_IN_PLACE : in.data(), o.data(),
+                                     static_cast<int>(count), c.t.type, c.op, comm));
+      }
+      if (kind == RKind::kExscan && me == 0) continue;  // undefined there
+      EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), static_cast<size_t>(count) * c.t.elem))
+          << "case " << (&c - cases) << " count " << count << " in place " << in_place
+          << (nb ? " non-blocking" : "") << " on " << n << " ranks";
+    }
+  }
+  free_comms(cs);
+  MPI_Op_free(&noncommutative);
+  MPI_Type_free(&mat);
+}
+
+TEST(CollMore, ReduceScatterBlockMatchesSystem) { prefix_reductions_match(RKind::kReduceScatterBlock); }
+TEST(CollMore, ScanMatchesSystem) { prefix_reductions_match(RKind::kScan); }
+TEST(CollMore, ExscanMatchesSystem) { prefix_reductions_match(RKind::kExscan); }
+
+// Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
+TEST(CollMore, ZzDtmpiServedWhereSelected) {
+  const char* v = std::getenv("DTMPI_COLL");
+  const bool selected = v && *v && std::string(v) != "system";
+  const long long served = served_by_dtmpi();
+  ASSERT_GE(served, 0) << "dtmpi is not in the process";
+  if (selected)
+    EXPECT_GT(served, 0) << "DTMPI_COLL=" << v << " but no collective ran dtmpi's algorithms";
+  else
+    EXPECT_EQ(served, 0);
+}
+
+}  // namespace
