@@ -199,6 +199,17 @@ class DistributedDomain {
   // subdomains of one GPU or CPU rank); neighbours owned by the same rank are
   // copied directly, without MPI.
   DistributedDomain& set_subdomains_per_rank(int n);
+  // Placement inside a node (thesis section 4.4; docs/stencil.md,
+  // "Placement"): which rank of a node owns which of the node's subdomains,
+  // chosen to keep the most exchanged bytes on the cheapest links (same
+  // rank, then the best-connected GPUs). On by default; false keeps the
+  // partition's order (consecutive subdomains per rank, ranks in order).
+  DistributedDomain& set_placement(bool optimize);
+  // Device domains: the bandwidth between the node's GPUs in GB/s, an m x m
+  // row-major matrix by CUDA device ordinal (as cudaGetDevice() names the
+  // GPU each rank uses; every rank of a node must see the same numbering).
+  // Without it every pair of ranks counts alike.
+  DistributedDomain& set_gpu_bandwidth(std::vector<double> gbps);
   template <class T>
   Quantity<T> add_quantity(const std::string& name) {
     static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
@@ -227,6 +238,9 @@ class DistributedDomain {
   Box box_of(Dim3 grid_index) const;  // any subdomain's box
   int owner_of(Dim3 grid_index) const;  // the rank that owns it
   ExchangeStats stats() const;
+  // One line: the partition, this rank's node's placement (subdomain:rank of
+  // the node, its cost against the partition's order) and the peer path.
+  std::string describe() const;
 
   // Fills every ghost shell of current(): blocking, or in two halves with
   // compute between (the interior of next() may be computed from current()

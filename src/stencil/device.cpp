@@ -80,6 +80,14 @@ Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, cons
 
 }  // namespace
 
+int current_device() noexcept {
+  int device = -1;
+  // a rank without a GPU answers -1 instead of failing: realize() reports
+  // that later, on every rank, from device_allocate()
+  if (!runtime::gpu_enabled() || !DTMPI_CUDA_PROBE(cudaGetDevice(&device))) return -1;
+  return device;
+}
+
 Status device_allocate(DomainImpl& d) {
   int device = 0;
   // before anything is allocated: a forced device path without dtmpi in

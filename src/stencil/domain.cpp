@@ -2,6 +2,7 @@
 // that bad input fails on every rank with the same message instead of
 // leaving some ranks waiting), the subdomains' regions.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -39,7 +40,14 @@ std::string signature(const DomainImpl& d) {
     if (const auto& r = d.quantities[i].radius)
       for (int a = 0; a < 3; ++a) s += (a ? "," : " radius ") + std::to_string(r->low(a)) + "/" + std::to_string(r->high(a));
   }
-  return s + "]";
+  s += "]";
+  if (!d.optimize_placement) s += ", placement off";
+  if (!d.gpu_bandwidth.empty()) {
+    s += ", GPU bandwidth [";
+    for (size_t i = 0; i < d.gpu_bandwidth.size(); ++i) s += (i ? " " : "") + std::to_string(d.gpu_bandwidth[i]);
+    s += "]";
+  }
+  return s;
 }
 
 // Collective: every rank's signature; an Error on every rank unless all agree.
@@ -79,6 +87,18 @@ Status valid(const DomainImpl& d) {
                               "path posts device buffers; use set_memory(Memory::kDevice))"};
   if (d.per_rank < 1)
     return Error{MPI_ERR_ARG, "dtmpi::stencil: " + std::to_string(d.per_rank) + " subdomains per rank; at least 1"};
+  if (!d.gpu_bandwidth.empty()) {
+    const size_t m = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(d.gpu_bandwidth.size()))));
+    if (m * m != d.gpu_bandwidth.size())
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpu_bandwidth() with " + std::to_string(d.gpu_bandwidth.size()) +
+                                    " values; it takes an m x m matrix (m GPUs)"};
+    for (double b : d.gpu_bandwidth)
+      if (!std::isfinite(b) || b <= 0)
+        return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpu_bandwidth(): every bandwidth must be finite and > 0"};
+    if (d.memory == Memory::kHost)
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpu_bandwidth() on a host-memory domain (it weighs the links "
+                                "between GPUs; use set_memory(Memory::kDevice))"};
+  }
   for (int a = 0; a < 3; ++a)
     if (d.radius.low(a) < 0 || d.radius.high(a) < 0)
       return Error{MPI_ERR_ARG, std::string("dtmpi::stencil: negative radius along ") + kAxis[a]};
@@ -213,6 +233,16 @@ DistributedDomain& DistributedDomain::set_subdomains_per_rank(int n) {
   impl_->per_rank = n;
   return *this;
 }
+DistributedDomain& DistributedDomain::set_placement(bool optimize) {
+  before_realize(*impl_, "set_placement()");
+  impl_->optimize_placement = optimize;
+  return *this;
+}
+DistributedDomain& DistributedDomain::set_gpu_bandwidth(std::vector<double> gbps) {
+  before_realize(*impl_, "set_gpu_bandwidth()");
+  impl_->gpu_bandwidth = std::move(gbps);  // validated by realize()
+  return *this;
+}
 int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius) {
   before_realize(*impl_, "add_quantity()");
   impl_->quantities.push_back({name, size, align, {}});
@@ -242,10 +272,8 @@ void DistributedDomain::realize() {
   d.partition = part.value();
   check(radius_fits(d));
   const Partition& p = *d.partition;
-  d.owner.resize(static_cast<size_t>(p.count()));
+  check(assign_owners(d, nodes));
   for (int id = 0; id < p.count(); ++id) {
-    const int node = p.node_of(id), local = id % p.per_node();
-    d.owner[static_cast<size_t>(id)] = nodes[static_cast<size_t>(node)][static_cast<size_t>(local / d.per_rank)];
     if (d.owner[static_cast<size_t>(id)] == d.rank) {
       const Dim3 g = p.index_of(id);
       d.subs.push_back(Access::make(id, g, p.box(g), d.radius));
@@ -314,6 +342,15 @@ ExchangeStats DistributedDomain::stats() const {
   s.local_copies = static_cast<int64_t>(impl_->copies.size());
   for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from);
   return s;
+}
+
+std::string DistributedDomain::describe() const {
+  after_realize(*impl_, "describe()");
+  const DomainImpl& d = *impl_;
+  const Partition& p = *d.partition;
+  return "extent " + text(d.extent) + " in " + text(p.grid()) + " subdomains (" + std::to_string(p.nodes()) +
+         " node(s) of " + text(p.local_grid()) + ", " + std::to_string(d.per_rank) + " per rank), " +
+         d.placement_text + ", messages " + to_string(stats().peer_path);
 }
 
 void DistributedDomain::swap() {

@@ -78,6 +78,9 @@ struct DomainImpl {
   bool device_messages = false;          // device domain, messages posted on device buffers (dtmpi in front)
   int per_rank = 1;
   std::vector<QuantityInfo> quantities;
+  bool optimize_placement = true;    // set_placement()
+  std::vector<double> gpu_bandwidth;  // set_gpu_bandwidth(): GB/s by device ordinal, m x m; empty: uniform
+  std::string placement_text;         // realize()'s placement of this rank's node, for describe()
 
   bool realized = false, in_flight = false;
   std::optional<Partition> partition;
@@ -104,6 +107,13 @@ void settle_requests(DomainImpl& d) noexcept;
 // neighbour receives them into (global coordinates of each one's allocation).
 Box send_box(const Box& owned, Dim3 d, const Radius& r);
 Box ghost_box(const Box& owned, Dim3 d, const Radius& r);
+
+// domain_place.cpp: d.owner, every subdomain's rank, placed inside each node
+// (placement.hpp) unless set_placement(false). Collective where the GPUs of
+// the ranks are needed (a bandwidth matrix on a device domain).
+Status assign_owners(DomainImpl& d, const std::vector<std::vector<int>>& nodes);
+// device.cpp: the CUDA device current on this rank, -1 without a usable GPU
+int current_device() noexcept;
 
 // plan.cpp: the local copies and the peers' regions (after subs and owner).
 Status build_plan(DomainImpl& d);
