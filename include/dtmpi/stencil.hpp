@@ -166,9 +166,12 @@ class Subdomain {
 struct PeerTraffic {
   int rank = 0;  // in the domain's communicator
   int64_t send_bytes = 0, recv_bytes = 0;
+  bool same_node = true;  // the peer shares this rank's node
 };
 struct ExchangeStats {
-  std::vector<PeerTraffic> by_peer;  // in the order the messages are issued (largest first)
+  // in the order the messages are issued: other nodes' first, then the
+  // node's; each group largest first
+  std::vector<PeerTraffic> by_peer;
   int peers = 0;              // other ranks this rank exchanges with
   int64_t messages = 0;       // MPI messages sent per exchange (one per peer)
   int64_t mpi_bytes = 0;      // bytes sent through MPI per exchange

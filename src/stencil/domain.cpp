@@ -267,6 +267,9 @@ void DistributedDomain::realize() {
   std::vector<std::vector<int>> nodes;
   check(node_ranks(d, nodes));
   const int ranks_per_node = static_cast<int>(nodes.front().size());
+  d.node_of_rank.assign(static_cast<size_t>(d.size), 0);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    for (int r : nodes[k]) d.node_of_rank[static_cast<size_t>(r)] = static_cast<int>(k);
   auto part = Partition::make(d.extent, static_cast<int>(nodes.size()), ranks_per_node * d.per_rank);
   check(part);
   d.partition = part.value();
@@ -332,7 +335,7 @@ ExchangeStats DistributedDomain::stats() const {
   ExchangeStats s;
   s.peers = static_cast<int>(impl_->peers.size());
   for (const Peer& p : impl_->peers) {
-    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes});
+    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes, p.same_node});
     s.messages += p.send.empty() ? 0 : 1;
     s.mpi_bytes += p.send_bytes;
   }

@@ -58,6 +58,7 @@ struct LocalCopy {
 // subdomain id, then direction), each direction all quantities in a row.
 struct Peer {
   int rank = 0;
+  bool same_node = true;  // another node's messages are slower: issued first
   std::vector<Region> send, recv;
   int64_t send_bytes = 0, recv_bytes = 0;
   char* send_host = nullptr;  // what MPI sends / receives (pinned for staged device domains)
@@ -85,6 +86,7 @@ struct DomainImpl {
   bool realized = false, in_flight = false;
   std::optional<Partition> partition;
   std::vector<int> owner;  // subdomain id -> rank
+  std::vector<int> node_of_rank;  // rank -> node index (realize())
   std::vector<Subdomain> subs;
   std::vector<LocalCopy> copies;
   std::vector<Peer> peers;
