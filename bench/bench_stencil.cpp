@@ -1,5 +1,6 @@
 // dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P]
-//                     [--iters K] [--samples S] [--path auto|staged|device] [--no-placement] [--no-halo]
+//                     [--iters K] [--samples S] [--path auto|staged|device] [--graphs on|off|both]
+//                     [--no-placement] [--no-halo]
 //
 // The exchange of a dtmpi::stencil domain (include/dtmpi/stencil.hpp), per
 // iteration: N^3 points per subdomain, P subdomains per rank, radius R on
@@ -13,6 +14,8 @@
 //   halo   the plain-MPI halo of the same block, `dtmpi-bench halo --only
 //          isend`, run in this process where it describes the same exchange
 //          (1 subdomain per rank, 8-byte elements), else the command to run.
+// --graphs both: the device exchange with and without CUDA graphs (the
+// pack / copy / unpack launches replayed, DTMPI_STENCIL_GRAPHS), in turn.
 // Times are per exchange, the slowest rank, the median of S samples of K
 // exchanges. One exchange is checked first: every ghost point must hold its
 // (wrapped) neighbour's value, else the run fails.
@@ -49,7 +52,9 @@ struct Options {
   bool gpu = false, placement = true, halo = true;
   int extent = 0, radius = 3, quantities = 8, elem = 8, per_rank = 1, iters = 20, samples = 5;
   st::PeerPath path = st::PeerPath::kAuto;
+  int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kGraphsBoth
 };
+constexpr int kGraphsBoth = 2;
 
 template <int kBytes>
 struct Element {
@@ -207,44 +212,60 @@ int run(const Options& o, int me, int size) {
     if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: %s\n", why.c_str());
     return 2;
   }
-  st::DistributedDomain d(MPI_COMM_WORLD, extent);
-  d.set_radius(o.radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
-  if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path);
-  switch (o.elem) {
-    case 1: add_quantities<1>(d, o.quantities); break;
-    case 2: add_quantities<2>(d, o.quantities); break;
-    case 4: add_quantities<4>(d, o.quantities); break;
-    case 8: add_quantities<8>(d, o.quantities); break;
-    default: add_quantities<16>(d, o.quantities); break;
+  // one domain per CUDA-graph setting measured (--graphs both: off, then on)
+  std::vector<int> settings{o.graphs};
+  if (!o.gpu) settings = {-1};  // graphs record device launches: nothing to record on the host
+  else if (o.graphs == kGraphsBoth) settings = {0, 1};
+  std::vector<double> times;
+  int64_t mine = 0, most = 0;
+  for (int graphs : settings) {
+    st::DistributedDomain d(MPI_COMM_WORLD, extent);
+    d.set_radius(o.radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
+    if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path);
+    if (graphs >= 0) d.set_cuda_graphs(graphs == 1);
+    switch (o.elem) {
+      case 1: add_quantities<1>(d, o.quantities); break;
+      case 2: add_quantities<2>(d, o.quantities); break;
+      case 4: add_quantities<4>(d, o.quantities); break;
+      case 8: add_quantities<8>(d, o.quantities); break;
+      default: add_quantities<16>(d, o.quantities); break;
+    }
+    d.realize();
+    const int64_t wrong = check_one_exchange(o, d);
+    int64_t worst = 0;
+    MPI_Allreduce(&wrong, &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (worst != 0) {
+      if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: the checked exchange left %s ghost bytes wrong\n",
+                                worst < 0 ? "(a copy failed)" : std::to_string(worst).c_str());
+      return 1;
+    }
+    const st::ExchangeStats x = d.stats();
+    mine = x.mpi_bytes + x.local_bytes;
+    MPI_Allreduce(&mine, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    times.push_back(slowest_median(o, [&] { d.exchange(); }));
+    if (me == 0 && times.size() == 1) {
+      std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d, "
+                  "%d quantities of %d B; %s memory, messages %s\n",
+                  size, nodes, o.extent, o.per_rank, text(d.grid()).c_str(), text(extent).c_str(), o.radius,
+                  o.quantities, o.elem, o.gpu ? "device" : "host", st::to_string(x.peer_path));
+      std::printf("  %s\n", d.describe().c_str());
+      std::printf("  halo bytes per exchange (busiest rank): %lld (rank 0: %lld in %lld message(s), %lld copied "
+                  "locally)\n", static_cast<long long>(most), static_cast<long long>(x.mpi_bytes),
+                  static_cast<long long>(x.messages), static_cast<long long>(x.local_bytes));
+    }
+    if (o.gpu) settings[times.size() - 1] = d.cuda_graphs() ? 1 : 0;  // what the domain did
   }
-  d.realize();
-  const int64_t wrong = check_one_exchange(o, d);
-  int64_t worst = 0;
-  MPI_Allreduce(&wrong, &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (worst != 0) {
-    if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: the checked exchange left %s ghost bytes wrong\n",
-                              worst < 0 ? "(a copy failed)" : std::to_string(worst).c_str());
-    return 1;
-  }
-  const st::ExchangeStats x = d.stats();
-  const int64_t mine = x.mpi_bytes + x.local_bytes;
-  int64_t most = 0;
-  MPI_Allreduce(&mine, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  const double t = slowest_median(o, [&] { d.exchange(); });
   std::string how;
   const double lim = limit(o, mine, how);
   if (me == 0) {
-    std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d, "
-                "%d quantities of %d B; %s memory, messages %s\n",
-                size, nodes, o.extent, o.per_rank, text(d.grid()).c_str(), text(extent).c_str(),
-                o.radius, o.quantities, o.elem, o.gpu ? "device" : "host", st::to_string(x.peer_path));
-    std::printf("  %s\n", d.describe().c_str());
-    std::printf("  halo bytes per exchange (busiest rank): %lld (rank 0: %lld in %lld message(s), %lld copied locally)\n",
-                static_cast<long long>(most), static_cast<long long>(x.mpi_bytes), static_cast<long long>(x.messages),
-                static_cast<long long>(x.local_bytes));
     std::printf("  %-44s %12s %10s %9s\n", "per exchange (slowest rank, median)", "ms", "GB/s", "x limit");
-    std::printf("  %-44s %12.4f %10.2f %8.2fx\n", "dtmpi::stencil exchange()", 1e3 * t, t > 0 ? most / t / 1e9 : 0.0,
-                lim > 0 ? t / lim : 0.0);
+    for (size_t i = 0; i < times.size(); ++i) {
+      const double t = times[i];
+      const std::string row = std::string("dtmpi::stencil exchange()") +
+                              (o.gpu ? (settings[i] == 1 ? ", CUDA graphs" : ", no graphs") : "");
+      std::printf("  %-44s %12.4f %10.2f %8.2fx\n", row.c_str(), 1e3 * t, t > 0 ? most / t / 1e9 : 0.0,
+                  lim > 0 ? t / lim : 0.0);
+    }
     std::printf("  %-44s %12.4f %10.2f\n", ("limit: one " + how).c_str(), 1e3 * lim, lim > 0 ? most / lim / 1e9 : 0.0);
     std::printf("  (%d samples of %d exchanges; one exchange checked: every ghost right)\n", o.samples, o.iters);
   }
@@ -295,6 +316,10 @@ bool parse(int argc, char** argv, Options& o) {
       const std::string p = argv[++i];
       o.path = p == "auto" ? st::PeerPath::kAuto : p == "staged" ? st::PeerPath::kStaged : st::PeerPath::kDevice;
       ok = p == "auto" || p == "staged" || p == "device";
+    } else if (a == "--graphs" && i + 1 < argc) {
+      const std::string g = argv[++i];
+      o.graphs = g == "on" ? 1 : g == "off" ? 0 : kGraphsBoth;
+      ok = g == "on" || g == "off" || g == "both";
     } else ok = false;
     if (!ok) {
       std::fprintf(stderr, "dtmpi-bench stencil: bad option '%s' (dtmpi-bench --help)\n", a.c_str());

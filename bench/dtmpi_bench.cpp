@@ -96,6 +96,8 @@ const std::vector<Command> kCommands = {
       {"--iters", "K", "exchanges per sample (default 20)"},
       {"--samples", "S", "samples; the median of the slowest rank is reported (default 5)"},
       {"--path", "WHICH", "device domains: auto, staged or device (PeerPath; default auto)"},
+      {"--graphs", "G", "device domains: on, off or both (CUDA graphs for the pack/copy/unpack launches; default: "
+                        "DTMPI_STENCIL_GRAPHS)"},
       {"--no-placement", nullptr, "keep the partition's order inside a node (set_placement(false))"},
       {"--no-halo", nullptr, "do not run the plain-MPI halo; print its command only"}}},
 };

@@ -213,6 +213,11 @@ class DistributedDomain {
   // GPU each rank uses; every rank of a node must see the same numbering).
   // Without it every pair of ranks counts alike.
   DistributedDomain& set_gpu_bandwidth(std::vector<double> gbps);
+  // Device domains: record the pack, same-rank copy and unpack launches as
+  // CUDA graphs at the first exchange and replay them (thesis section
+  // 4.5.6); default DTMPI_STENCIL_GRAPHS (off). No effect on host memory.
+  DistributedDomain& set_cuda_graphs(bool on);
+  bool cuda_graphs() const;  // after realize(): whether the exchanges replay graphs
   template <class T>
   Quantity<T> add_quantity(const std::string& name) {
     static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");

@@ -243,6 +243,15 @@ DistributedDomain& DistributedDomain::set_gpu_bandwidth(std::vector<double> gbps
   impl_->gpu_bandwidth = std::move(gbps);  // validated by realize()
   return *this;
 }
+DistributedDomain& DistributedDomain::set_cuda_graphs(bool on) {
+  before_realize(*impl_, "set_cuda_graphs()");
+  impl_->graphs_set = on;
+  return *this;
+}
+bool DistributedDomain::cuda_graphs() const {
+  after_realize(*impl_, "cuda_graphs()");
+  return impl_->graphs;
+}
 int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius) {
   before_realize(*impl_, "add_quantity()");
   impl_->quantities.push_back({name, size, align, {}});
@@ -360,6 +369,7 @@ void DistributedDomain::swap() {
   after_realize(*impl_, "swap()");
   if (impl_->in_flight) throw StencilError("dtmpi::stencil: swap() while an exchange is in flight");
   for (Subdomain& s : impl_->subs) std::swap(Access::current(s), Access::next(s));
+  impl_->parity ^= 1;  // the other set of recorded graphs holds the swapped pointers
 }
 
 }  // namespace dtmpi::stencil

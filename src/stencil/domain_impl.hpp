@@ -92,6 +92,14 @@ struct DomainImpl {
   std::vector<Peer> peers;
   std::vector<MPI_Request> requests;
   void* stream = nullptr;  // device domains: the cudaStream_t of the exchange
+  // CUDA graphs (set_cuda_graphs(), DTMPI_STENCIL_GRAPHS): the pack, local
+  // copy and unpack launches recorded once per swap() parity (the kernels'
+  // pointers are current()'s, which alternate) and replayed: cudaGraphExec_t
+  // [parity * 3 + kPackGraph / kCopyGraph / kUnpackGraph], null until recorded
+  std::optional<bool> graphs_set;  // set_cuda_graphs(); else the configuration's
+  bool graphs = false;             // what realize() made of it (device domains only)
+  int parity = 0;                  // swap()s, mod 2
+  std::array<void*, 6> graph_exec{};
 
   ~DomainImpl();
   int64_t region_bytes(const Region& r) const;  // all quantities

@@ -64,7 +64,9 @@ TEST(StencilGpuPeerPath, DtmpiInFrontAsTheRunSays) {
   EXPECT_EQ(dtmpi_initialized(), expect_front() ? 1 : 0);
 }
 
-class StencilGpuExchange : public ::testing::TestWithParam<std::tuple<int, int>> {};
+// (case, peer path, CUDA graphs): with graphs, the third exchange replays
+// what the first recorded (swap() parity 0 again), the second its own
+class StencilGpuExchange : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   int devices = 0;
@@ -77,10 +79,11 @@ TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   };
   const Case c = cases[static_cast<size_t>(std::get<0>(GetParam()))];
   const st::PeerPath path = kPaths[std::get<1>(GetParam())];
-  SCOPED_TRACE(std::string(c.name) + ", peer path " + st::to_string(path));
+  const bool graphs = std::get<2>(GetParam());
+  SCOPED_TRACE(std::string(c.name) + ", peer path " + st::to_string(path) + (graphs ? ", CUDA graphs" : ""));
   st::DistributedDomain d(MPI_COMM_WORLD, c.extent);
   d.set_radius(c.radius).set_periodic(c.periodic[0], c.periodic[1], c.periodic[2]).set_subdomains_per_rank(c.per_rank);
-  d.set_memory(st::Memory::kDevice).set_peer_path(path);
+  d.set_memory(st::Memory::kDevice).set_peer_path(path).set_cuda_graphs(graphs);
   for (int q = 0; q < 8; ++q) d.add_quantity<double>("d" + std::to_string(q));
   d.add_quantity<Odd3>("odd");
   d.add_quantity<Wide16>("wide");
@@ -98,6 +101,7 @@ TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   d.realize();
   const st::PeerPath used = path == st::PeerPath::kAuto ? (front ? st::PeerPath::kDevice : st::PeerPath::kStaged) : path;
   EXPECT_EQ(d.stats().peer_path, used);
+  EXPECT_EQ(d.cuda_graphs(), graphs);
   for (const st::Subdomain& s : d.subdomains()) {
     EXPECT_GE(s.device(), 0);
     EXPECT_EQ(s.pitch(0) % 512, 0);
@@ -110,6 +114,11 @@ TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   d.start_exchange();
   d.finish_exchange();
   EXPECT_EQ(stencil_check::verify(d, esize, 1, c.periodic, kDownload, reach), 0);
+  d.swap();
+  stencil_check::fill(d, esize, 2, kUpload);
+  d.exchange();
+  EXPECT_EQ(stencil_check::verify(d, esize, 2, c.periodic, kDownload, reach), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, StencilGpuExchange, ::testing::Combine(::testing::Range(0, 4), ::testing::Range(0, 3)));
+INSTANTIATE_TEST_SUITE_P(Cases, StencilGpuExchange,
+                         ::testing::Combine(::testing::Range(0, 4), ::testing::Range(0, 3), ::testing::Bool()));
