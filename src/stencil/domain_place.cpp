@@ -20,7 +20,7 @@ namespace {
 
 // Beyond this many subdomains per node the O(n^3) swap passes would make
 // realize() slow; such nodes keep the partition's order.
-constexpr int kMaxPlaced = 128;
+constexpr int kMaxPlaced = 64;
 
 }  // namespace
 

@@ -192,7 +192,7 @@ TEST(StencilPlacement, ExhaustiveIsOptimalAndLocalSearchAgrees) {
 
 TEST(StencilPlacement, LargeNodesUseLocalSearchNeverWorse) {
   std::mt19937 rng(11);
-  for (int n : {9, 12, 24}) {
+  for (int n : {9, 12, 24, 64}) {
     const auto p = random_problem(n, rng);
     auto a = st::place(p), b = st::place(p);
     ASSERT_TRUE(a.ok() && b.ok());
