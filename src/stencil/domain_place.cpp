@@ -46,9 +46,12 @@ Status assign_owners(DomainImpl& d, const std::vector<std::vector<int>>& nodes) 
   // nodes whose ranks have the same GPUs get the same placement: solved once
   std::map<std::vector<int>, PlacementResult> solved;
   d.owner.assign(static_cast<size_t>(p.count()), -1);
-  d.placement_text = optimize ? "" : d.optimize_placement ? "placement: partition order (" + std::to_string(per_node) +
-                                                                " subdomain(s) per node)"
-                                                          : "placement: partition order (set_placement(false))";
+  d.placement_text = optimize                  ? ""
+                     : !d.optimize_placement ? "placement: partition order (set_placement(false))"
+                     : per_node == 1         ? "placement: partition order (1 subdomain per node)"
+                                             : "placement: partition order (" + std::to_string(per_node) +
+                                                   " subdomains per node, more than " + std::to_string(kMaxPlaced) +
+                                                   " are not placed)";
   for (size_t k = 0; k < nodes.size(); ++k) {
     std::vector<int> slot_of(static_cast<size_t>(per_node));
     for (int l = 0; l < per_node; ++l) slot_of[static_cast<size_t>(l)] = l;
