@@ -16,6 +16,7 @@ int bench_halo(int argc, char** argv);
 int bench_rma(int argc, char** argv);
 int bench_commit(int argc, char** argv);
 int bench_coll(int argc, char** argv);
+int bench_stencil(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
 int bench_gpu_pingpong(int argc, char** argv);
@@ -82,6 +83,23 @@ const std::vector<Command> kCommands = {
       kCsv,
       {"--only", "S", "only the variants whose name contains S (and the limits)"},
       {"--no-limits", nullptr, "the limits only where --only names them"}}},
+    {"stencil", "mpiexec -n N dtmpi-bench stencil",
+     "the exchange of a dtmpi::stencil domain (periodic, 26 directions) per iteration, checked once, vs the "
+     "packed-bytes limit (its halo bytes in one contiguous memcpy / cudaMemcpy device to device) as a ratio, and "
+     "the plain-MPI halo of the same block (dtmpi-bench halo --only isend, in this run where comparable)",
+     {{"--gpu", nullptr, "device memory (needs a CUDA build and a GPU; exits 77 without one)"},
+      {"--extent", "N", "N^3 points per subdomain (default 256 with --gpu, else 32)"},
+      {"--radius", "R", "ghost width on every side (default 3)"},
+      {"--quantities", "Q", "quantities (default 8)"},
+      {"--elem", "B", "bytes per element: 1, 2, 4, 8 or 16 (default 8)"},
+      {"--per-rank", "P", "subdomains per rank (default 1)"},
+      {"--iters", "K", "exchanges per sample (default 20)"},
+      {"--samples", "S", "samples; the median of the slowest rank is reported (default 5)"},
+      {"--path", "WHICH", "device domains: auto, staged or device (PeerPath; default auto)"},
+      {"--graphs", "G", "device domains: on, off or both (CUDA graphs for the pack/copy/unpack launches; default: "
+                        "DTMPI_STENCIL_GRAPHS)"},
+      {"--no-placement", nullptr, "keep the partition's order inside a node (set_placement(false))"},
+      {"--no-halo", nullptr, "do not run the plain-MPI halo; print its command only"}}},
 };
 
 void usage(FILE* f) {
@@ -97,7 +115,8 @@ void usage(FILE* f) {
     dtmpi::tools::print_options(f, {{"", nullptr, c.what}});
     dtmpi::tools::print_options(f, c.options, 6);
   }
-  std::fprintf(f, "\nExample: mpiexec -n 2 dtmpi-bench halo --size 32 --iters 5\n");
+  std::fprintf(f, "\nExamples: mpiexec -n 2 dtmpi-bench halo --size 32 --iters 5\n"
+               "          mpiexec -n 2 dtmpi-bench stencil --gpu --extent 256 --radius 3 --quantities 8\n");
 }
 
 // Rejects what no subcommand takes before MPI_Init (so --help and typos never
@@ -169,6 +188,8 @@ int main(int argc, char** argv) {
     rc = dtmpi::bench::bench_latency(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "coll") == 0)
     rc = dtmpi::bench::bench_coll(argc - 1, argv + 1);
+  else if (argc > 1 && std::strcmp(argv[1], "stencil") == 0)
+    rc = dtmpi::bench::bench_stencil(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "commit") == 0)
     rc = dtmpi::bench::bench_commit(argc - 1, argv + 1);
   else if (dtmpi::tools::launcher_rank() == 0)

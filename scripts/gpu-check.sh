@@ -31,7 +31,8 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  on the GPU), then the Astaroth-pattern proxy (heat3d --gpu: 8 doubles, radius 3, 3
                  exchanges per step, 256^3 per subdomain) at 1 rank, 1 rank with 2 subdomains, 2 ranks
                  blocking and overlapped by the staged path (plain MPI) and by the device path
-                 (libdtmpi preloaded, --path device)
+                 (libdtmpi preloaded, --path device), then dtmpi-bench stencil --gpu (CUDA graphs
+                 off / on, against the packed-bytes limit and the plain-MPI halo)
   scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
                  in its quick form (1 B-1 GiB in powers of 4, 3 repetitions; under 4 minutes on one
                  H100): JSON, summary and figures into $OUT/scope/, the tables printed (bandwidth
@@ -186,7 +187,7 @@ if [ "$what" = stencil ]; then
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build the stencil tests and heat3d ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
   cmake --build $build -j "$(nproc)" --target dtmpi dtmpi_plain_name test_stencil_partition test_stencil_exchange test_stencil_errors \
-    test_stencil_gpu heat3d > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
+    test_stencil_placement test_stencil_gpu heat3d stencil_jacobi dtmpi-bench > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
   step "ctest -L stencil (host and device domains, the solver on CPU and GPU)"
   (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
     | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
@@ -208,6 +209,13 @@ if [ "$what" = stencil ]; then
     timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device
     timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device --overlap
   } 2>&1 | grep -E "^heat3d" | tee "$out/stencil-astaroth-proxy.txt"
+  step "dtmpi-bench stencil --gpu: exchange vs its packed-bytes limit, CUDA graphs off / on, the plain-MPI halo"
+  {
+    timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --graphs both --no-halo
+    timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --path staged --graphs both --no-halo
+    timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --path device --graphs both
+    timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 64 --path device --graphs both --no-halo
+  } 2>&1 | tee "$out/stencil-bench.txt"
 fi
 
 if [ "$what" = rma ]; then

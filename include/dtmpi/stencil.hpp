@@ -166,9 +166,12 @@ class Subdomain {
 struct PeerTraffic {
   int rank = 0;  // in the domain's communicator
   int64_t send_bytes = 0, recv_bytes = 0;
+  bool same_node = true;  // the peer shares this rank's node
 };
 struct ExchangeStats {
-  std::vector<PeerTraffic> by_peer;  // in the order the messages are issued (largest first)
+  // in the order the messages are issued: other nodes' first, then the
+  // node's; each group largest first
+  std::vector<PeerTraffic> by_peer;
   int peers = 0;              // other ranks this rank exchanges with
   int64_t messages = 0;       // MPI messages sent per exchange (one per peer)
   int64_t mpi_bytes = 0;      // bytes sent through MPI per exchange
@@ -199,6 +202,22 @@ class DistributedDomain {
   // subdomains of one GPU or CPU rank); neighbours owned by the same rank are
   // copied directly, without MPI.
   DistributedDomain& set_subdomains_per_rank(int n);
+  // Placement inside a node (thesis section 4.4; docs/stencil.md,
+  // "Placement"): which rank of a node owns which of the node's subdomains,
+  // chosen to keep the most exchanged bytes on the cheapest links (same
+  // rank, then the best-connected GPUs). On by default; false keeps the
+  // partition's order (consecutive subdomains per rank, ranks in order).
+  DistributedDomain& set_placement(bool optimize);
+  // Device domains: the bandwidth between the node's GPUs in GB/s, an m x m
+  // row-major matrix by CUDA device ordinal (as cudaGetDevice() names the
+  // GPU each rank uses; every rank of a node must see the same numbering).
+  // Without it every pair of ranks counts alike.
+  DistributedDomain& set_gpu_bandwidth(std::vector<double> gbps);
+  // Device domains: record the pack, same-rank copy and unpack launches as
+  // CUDA graphs at the first exchange and replay them (thesis section
+  // 4.5.6); default DTMPI_STENCIL_GRAPHS (off). No effect on host memory.
+  DistributedDomain& set_cuda_graphs(bool on);
+  bool cuda_graphs() const;  // after realize(): whether the exchanges replay graphs
   template <class T>
   Quantity<T> add_quantity(const std::string& name) {
     static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
@@ -227,6 +246,9 @@ class DistributedDomain {
   Box box_of(Dim3 grid_index) const;  // any subdomain's box
   int owner_of(Dim3 grid_index) const;  // the rank that owns it
   ExchangeStats stats() const;
+  // One line: the partition, this rank's node's placement (subdomain:rank of
+  // the node, its cost against the partition's order) and the peer path.
+  std::string describe() const;
 
   // Fills every ghost shell of current(): blocking, or in two halves with
   // compute between (the interior of next() may be computed from current()

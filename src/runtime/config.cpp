@@ -53,6 +53,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_RANKS_PER_NODE", "0",
      "placement (MPI_Dist_graph_create with reorder): ranks per node; 0 detects nodes, n emulates nodes of n "
      "consecutive ranks"},
+    {"DTMPI_STENCIL_GRAPHS", "0",
+     "1: dtmpi::stencil device domains record their pack, same-rank copy and unpack launches as CUDA graphs once "
+     "and replay them every exchange (a domain's set_cuda_graphs() overrides it); 0: launched one by one"},
     {"DTMPI_RMA", "auto",
      "one-sided communication: auto (dtmpi serves windows over GPU memory on any rank and dynamic windows while "
      "GPUs are in use; host windows stay the system MPI's), all (dtmpi serves every window), off (the system MPI "
@@ -245,6 +248,7 @@ Config read_environment() {
   c.ipc_chunk_min = number("DTMPI_IPC_CHUNK_MIN", int64_t{8} << 20, 0, kMaxBytes, true);
   c.batch_packs = flag("DTMPI_BATCH_PACKS", false);
   c.pack_async = flag("DTMPI_PACK_ASYNC", false);
+  c.stencil_graphs = flag("DTMPI_STENCIL_GRAPHS", false);
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/cuda_check.hpp"
+#include "runtime/config.hpp"
 #include "runtime/device.hpp"
 #include "stencil/device_kernels.hpp"
 #include "stencil/domain_impl.hpp"
@@ -78,7 +79,83 @@ Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, cons
   return ok_status();
 }
 
+enum GraphKind { kPackGraph = 0, kCopyGraph = 1, kUnpackGraph = 2 };
+
+// Runs `record` (launches on the exchange's stream) directly, or -- with
+// graphs on -- replays its recording for the current swap() parity,
+// recording it first. The launches of a kind are the same every exchange of
+// a parity (same kernels, same arguments, same buffers), which is what makes
+// one recording valid for all of them (thesis section 4.5.6).
+template <class Record>
+Status replay(DomainImpl& d, GraphKind kind, Record record) {
+  if (!d.graphs) return record();
+  void*& slot = d.graph_exec[static_cast<size_t>(d.parity * 3 + kind)];
+  if (!slot) {
+    DTMPI_CUDA_CHECK(cudaStreamBeginCapture(stream_of(d), cudaStreamCaptureModeThreadLocal));
+    const Status recorded = record();
+    cudaGraph_t graph = nullptr;
+    // the capture is ended whatever happened, so the stream is usable again
+    const cudaError_t ended = cudaStreamEndCapture(stream_of(d), &graph);
+    if (!recorded) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      return recorded;
+    }
+    DTMPI_CUDA_CHECK(ended);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    DTMPI_CUDA_CHECK(made);
+    slot = exec;
+  }
+  DTMPI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(slot), stream_of(d)));
+  return ok_status();
+}
+
+Status record_pack(DomainImpl& d) {
+  for (Peer& p : d.peers) {
+    char* out = static_cast<char*>(p.send_device);
+    for (const Region& r : p.send) {
+      DTMPI_TRY(move(d, device::Move::kPack, r, out, nullptr));
+      out += d.region_bytes(r);
+    }
+    if (!d.device_messages && p.send_bytes > 0)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
+                                       cudaMemcpyDeviceToHost, stream_of(d)));
+  }
+  return ok_status();
+}
+
+Status record_copy_local(DomainImpl& d) {
+  for (const LocalCopy& c : d.copies) DTMPI_TRY(move(d, device::Move::kCopy, c.from, nullptr, &c.to));
+  return ok_status();
+}
+
+Status record_unpack(DomainImpl& d) {
+  for (Peer& p : d.peers) {
+    // device path: dtmpi's MPI_Waitall returned with the bytes in place
+    // (docs/point-to-point.md: a receive completes once the data is there)
+    if (!d.device_messages && p.recv_bytes > 0)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(p.recv_bytes),
+                                       cudaMemcpyHostToDevice, stream_of(d)));
+    char* in = static_cast<char*>(p.recv_device);
+    for (const Region& r : p.recv) {
+      DTMPI_TRY(move(d, device::Move::kUnpack, r, in, nullptr));
+      in += d.region_bytes(r);
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
+
+int current_device() noexcept {
+  int device = -1;
+  // a rank without a GPU answers -1 instead of failing: realize() reports
+  // that later, on every rank, from device_allocate()
+  if (!runtime::gpu_enabled() || !DTMPI_CUDA_PROBE(cudaGetDevice(&device))) return -1;
+  return device;
+}
 
 Status device_allocate(DomainImpl& d) {
   int device = 0;
@@ -90,6 +167,8 @@ Status device_allocate(DomainImpl& d) {
                               "or linked before -lmpi, its MPI_Init run, DTMPI_DISABLE unset): the system MPI may not "
                               "take device buffers"};
   d.device_messages = d.peer_path == PeerPath::kDevice || (d.peer_path == PeerPath::kAuto && front);
+  d.graphs = d.graphs_set ? *d.graphs_set : runtime::config().stencil_graphs;
+  d.parity = 0;
   if (!runtime::gpu_enabled())
     return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process has no usable GPU (no driver, no "
                               "device, or DTMPI_CUDA=off)"};
@@ -141,22 +220,17 @@ void device_release(DomainImpl& d) noexcept {
     p.send_device = p.recv_device = nullptr;
     p.send_host = p.recv_host = nullptr;
   }
+  for (void*& g : d.graph_exec) {
+    if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
+    g = nullptr;
+  }
   if (d.stream) cudaStreamDestroy(stream_of(d));
   d.stream = nullptr;
   cudaGetLastError();  // nothing to report from a release
 }
 
 Status device_pack(DomainImpl& d) {
-  for (Peer& p : d.peers) {
-    char* out = static_cast<char*>(p.send_device);
-    for (const Region& r : p.send) {
-      DTMPI_TRY(move(d, device::Move::kPack, r, out, nullptr));
-      out += d.region_bytes(r);
-    }
-    if (!d.device_messages)
-      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
-                                       cudaMemcpyDeviceToHost, stream_of(d)));
-  }
+  if (!d.peers.empty()) DTMPI_TRY(replay(d, kPackGraph, [&] { return record_pack(d); }));
   // The bytes must be in place before MPI_Isend reads them: in host memory
   // (staged), or in the device buffer (device path) -- dtmpi orders its GPU
   // work after the legacy default stream only (DTMPI_GPU_ORDER=legacy), and
@@ -168,23 +242,12 @@ Status device_pack(DomainImpl& d) {
 
 Status device_copy_local(DomainImpl& d) {
   // queued behind the packs; finish_exchange() waits for the stream
-  for (const LocalCopy& c : d.copies) DTMPI_TRY(move(d, device::Move::kCopy, c.from, nullptr, &c.to));
-  return ok_status();
+  if (d.copies.empty()) return ok_status();
+  return replay(d, kCopyGraph, [&] { return record_copy_local(d); });
 }
 
 Status device_unpack(DomainImpl& d) {
-  for (Peer& p : d.peers) {
-    // device path: dtmpi's MPI_Waitall returned with the bytes in place
-    // (docs/point-to-point.md: a receive completes once the data is there)
-    if (!d.device_messages)
-      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(p.recv_bytes),
-                                       cudaMemcpyHostToDevice, stream_of(d)));
-    char* in = static_cast<char*>(p.recv_device);
-    for (const Region& r : p.recv) {
-      DTMPI_TRY(move(d, device::Move::kUnpack, r, in, nullptr));
-      in += d.region_bytes(r);
-    }
-  }
+  if (!d.peers.empty()) DTMPI_TRY(replay(d, kUnpackGraph, [&] { return record_unpack(d); }));
   DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));
   return ok_status();
 }

@@ -12,6 +12,7 @@ Error no_cuda() {
 
 Status device_allocate(DomainImpl&) { return no_cuda(); }
 void device_release(DomainImpl&) noexcept {}
+int current_device() noexcept { return -1; }
 Status device_pack(DomainImpl&) { return no_cuda(); }
 Status device_copy_local(DomainImpl&) { return no_cuda(); }
 Status device_unpack(DomainImpl&) { return no_cuda(); }

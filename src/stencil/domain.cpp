@@ -2,6 +2,7 @@
 // that bad input fails on every rank with the same message instead of
 // leaving some ranks waiting), the subdomains' regions.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -39,7 +40,14 @@ std::string signature(const DomainImpl& d) {
     if (const auto& r = d.quantities[i].radius)
       for (int a = 0; a < 3; ++a) s += (a ? "," : " radius ") + std::to_string(r->low(a)) + "/" + std::to_string(r->high(a));
   }
-  return s + "]";
+  s += "]";
+  if (!d.optimize_placement) s += ", placement off";
+  if (!d.gpu_bandwidth.empty()) {
+    s += ", GPU bandwidth [";
+    for (size_t i = 0; i < d.gpu_bandwidth.size(); ++i) s += (i ? " " : "") + std::to_string(d.gpu_bandwidth[i]);
+    s += "]";
+  }
+  return s;
 }
 
 // Collective: every rank's signature; an Error on every rank unless all agree.
@@ -79,6 +87,18 @@ Status valid(const DomainImpl& d) {
                               "path posts device buffers; use set_memory(Memory::kDevice))"};
   if (d.per_rank < 1)
     return Error{MPI_ERR_ARG, "dtmpi::stencil: " + std::to_string(d.per_rank) + " subdomains per rank; at least 1"};
+  if (!d.gpu_bandwidth.empty()) {
+    const size_t m = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(d.gpu_bandwidth.size()))));
+    if (m * m != d.gpu_bandwidth.size())
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpu_bandwidth() with " + std::to_string(d.gpu_bandwidth.size()) +
+                                    " values; it takes an m x m matrix (m GPUs)"};
+    for (double b : d.gpu_bandwidth)
+      if (!std::isfinite(b) || b <= 0)
+        return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpu_bandwidth(): every bandwidth must be finite and > 0"};
+    if (d.memory == Memory::kHost)
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpu_bandwidth() on a host-memory domain (it weighs the links "
+                                "between GPUs; use set_memory(Memory::kDevice))"};
+  }
   for (int a = 0; a < 3; ++a)
     if (d.radius.low(a) < 0 || d.radius.high(a) < 0)
       return Error{MPI_ERR_ARG, std::string("dtmpi::stencil: negative radius along ") + kAxis[a]};
@@ -213,6 +233,25 @@ DistributedDomain& DistributedDomain::set_subdomains_per_rank(int n) {
   impl_->per_rank = n;
   return *this;
 }
+DistributedDomain& DistributedDomain::set_placement(bool optimize) {
+  before_realize(*impl_, "set_placement()");
+  impl_->optimize_placement = optimize;
+  return *this;
+}
+DistributedDomain& DistributedDomain::set_gpu_bandwidth(std::vector<double> gbps) {
+  before_realize(*impl_, "set_gpu_bandwidth()");
+  impl_->gpu_bandwidth = std::move(gbps);  // validated by realize()
+  return *this;
+}
+DistributedDomain& DistributedDomain::set_cuda_graphs(bool on) {
+  before_realize(*impl_, "set_cuda_graphs()");
+  impl_->graphs_set = on;
+  return *this;
+}
+bool DistributedDomain::cuda_graphs() const {
+  after_realize(*impl_, "cuda_graphs()");
+  return impl_->graphs;
+}
 int DistributedDomain::add_quantity_bytes(const std::string& name, size_t size, size_t align, const Radius* radius) {
   before_realize(*impl_, "add_quantity()");
   impl_->quantities.push_back({name, size, align, {}});
@@ -237,15 +276,16 @@ void DistributedDomain::realize() {
   std::vector<std::vector<int>> nodes;
   check(node_ranks(d, nodes));
   const int ranks_per_node = static_cast<int>(nodes.front().size());
+  d.node_of_rank.assign(static_cast<size_t>(d.size), 0);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    for (int r : nodes[k]) d.node_of_rank[static_cast<size_t>(r)] = static_cast<int>(k);
   auto part = Partition::make(d.extent, static_cast<int>(nodes.size()), ranks_per_node * d.per_rank);
   check(part);
   d.partition = part.value();
   check(radius_fits(d));
   const Partition& p = *d.partition;
-  d.owner.resize(static_cast<size_t>(p.count()));
+  check(assign_owners(d, nodes));
   for (int id = 0; id < p.count(); ++id) {
-    const int node = p.node_of(id), local = id % p.per_node();
-    d.owner[static_cast<size_t>(id)] = nodes[static_cast<size_t>(node)][static_cast<size_t>(local / d.per_rank)];
     if (d.owner[static_cast<size_t>(id)] == d.rank) {
       const Dim3 g = p.index_of(id);
       d.subs.push_back(Access::make(id, g, p.box(g), d.radius));
@@ -304,7 +344,7 @@ ExchangeStats DistributedDomain::stats() const {
   ExchangeStats s;
   s.peers = static_cast<int>(impl_->peers.size());
   for (const Peer& p : impl_->peers) {
-    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes});
+    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes, p.same_node});
     s.messages += p.send.empty() ? 0 : 1;
     s.mpi_bytes += p.send_bytes;
   }
@@ -316,10 +356,20 @@ ExchangeStats DistributedDomain::stats() const {
   return s;
 }
 
+std::string DistributedDomain::describe() const {
+  after_realize(*impl_, "describe()");
+  const DomainImpl& d = *impl_;
+  const Partition& p = *d.partition;
+  return "extent " + text(d.extent) + " in " + text(p.grid()) + " subdomains (" + std::to_string(p.nodes()) +
+         " node(s) of " + text(p.local_grid()) + ", " + std::to_string(d.per_rank) + " per rank), " +
+         d.placement_text + ", messages " + to_string(stats().peer_path);
+}
+
 void DistributedDomain::swap() {
   after_realize(*impl_, "swap()");
   if (impl_->in_flight) throw StencilError("dtmpi::stencil: swap() while an exchange is in flight");
   for (Subdomain& s : impl_->subs) std::swap(Access::current(s), Access::next(s));
+  impl_->parity ^= 1;  // the other set of recorded graphs holds the swapped pointers
 }
 
 }  // namespace dtmpi::stencil

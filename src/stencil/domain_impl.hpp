@@ -58,6 +58,7 @@ struct LocalCopy {
 // subdomain id, then direction), each direction all quantities in a row.
 struct Peer {
   int rank = 0;
+  bool same_node = true;  // another node's messages are slower: issued first
   std::vector<Region> send, recv;
   int64_t send_bytes = 0, recv_bytes = 0;
   char* send_host = nullptr;  // what MPI sends / receives (pinned for staged device domains)
@@ -78,15 +79,27 @@ struct DomainImpl {
   bool device_messages = false;          // device domain, messages posted on device buffers (dtmpi in front)
   int per_rank = 1;
   std::vector<QuantityInfo> quantities;
+  bool optimize_placement = true;    // set_placement()
+  std::vector<double> gpu_bandwidth;  // set_gpu_bandwidth(): GB/s by device ordinal, m x m; empty: uniform
+  std::string placement_text;         // realize()'s placement of this rank's node, for describe()
 
   bool realized = false, in_flight = false;
   std::optional<Partition> partition;
   std::vector<int> owner;  // subdomain id -> rank
+  std::vector<int> node_of_rank;  // rank -> node index (realize())
   std::vector<Subdomain> subs;
   std::vector<LocalCopy> copies;
   std::vector<Peer> peers;
   std::vector<MPI_Request> requests;
   void* stream = nullptr;  // device domains: the cudaStream_t of the exchange
+  // CUDA graphs (set_cuda_graphs(), DTMPI_STENCIL_GRAPHS): the pack, local
+  // copy and unpack launches recorded once per swap() parity (the kernels'
+  // pointers are current()'s, which alternate) and replayed: cudaGraphExec_t
+  // [parity * 3 + kPackGraph / kCopyGraph / kUnpackGraph], null until recorded
+  std::optional<bool> graphs_set;  // set_cuda_graphs(); else the configuration's
+  bool graphs = false;             // what realize() made of it (device domains only)
+  int parity = 0;                  // swap()s, mod 2
+  std::array<void*, 6> graph_exec{};
 
   ~DomainImpl();
   int64_t region_bytes(const Region& r) const;  // all quantities
@@ -104,6 +117,13 @@ void settle_requests(DomainImpl& d) noexcept;
 // neighbour receives them into (global coordinates of each one's allocation).
 Box send_box(const Box& owned, Dim3 d, const Radius& r);
 Box ghost_box(const Box& owned, Dim3 d, const Radius& r);
+
+// domain_place.cpp: d.owner, every subdomain's rank, placed inside each node
+// (placement.hpp) unless set_placement(false). Collective where the GPUs of
+// the ranks are needed (a bandwidth matrix on a device domain).
+Status assign_owners(DomainImpl& d, const std::vector<std::vector<int>>& nodes);
+// device.cpp: the CUDA device current on this rank, -1 without a usable GPU
+int current_device() noexcept;
 
 // plan.cpp: the local copies and the peers' regions (after subs and owner).
 Status build_plan(DomainImpl& d);

@@ -99,6 +99,8 @@ Status build_plan(DomainImpl& d) {
   for (auto& [rank, unused] : ranks) {
     Peer peer;
     peer.rank = rank;
+    peer.same_node = d.node_of_rank.empty() ||
+                     d.node_of_rank[static_cast<size_t>(rank)] == d.node_of_rank[static_cast<size_t>(d.rank)];
     for (auto& [key, r] : sends[rank]) {
       peer.send.push_back(r);
       peer.send_bytes += d.region_bytes(r);
@@ -113,10 +115,15 @@ Status build_plan(DomainImpl& d) {
                                       " bytes in one message, more than MPI's int count; use more ranks"};
     d.peers.push_back(std::move(peer));
   }
-  // the largest messages first (thesis section 4.5.5): the small ones are
-  // issued while the large ones are already on their way
-  std::stable_sort(d.peers.begin(), d.peers.end(),
-                   [](const Peer& a, const Peer& b) { return a.send_bytes > b.send_bytes; });
+  // the slowest messages first (thesis section 4.5.5): those to other nodes
+  // (the network, or dtmpi's staged methods on the device path) before those
+  // inside the node (shared memory, CUDA IPC), and within each the largest
+  // first, so that the quick ones are issued while the slow ones are already
+  // on their way
+  std::stable_sort(d.peers.begin(), d.peers.end(), [](const Peer& a, const Peer& b) {
+    if (a.same_node != b.same_node) return !a.same_node;
+    return a.send_bytes > b.send_bytes;
+  });
   d.requests.assign(2 * d.peers.size(), MPI_REQUEST_NULL);
   return ok_status();
 }

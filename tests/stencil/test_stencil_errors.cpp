@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "dtmpi/stencil.hpp"
 #include "runtime/device.hpp"
@@ -264,4 +265,23 @@ TEST(StencilErrors, PeerPathThatCannotApply) {
       "needs dtmpi built with CUDA");
 #endif
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The GPU bandwidth matrix of placement: square, positive, the same on every
+// rank, device domains only.
+TEST(StencilErrors, GpuBandwidthMatrix) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  auto with = [](std::vector<double> bw, st::Memory m) {
+    return [bw, m] {
+      st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+      d.set_memory(m).set_gpu_bandwidth(bw);
+      d.add_quantity<double>("u");
+      d.realize();
+    };
+  };
+  expect_error_everywhere(with({1, 2, 3}, st::Memory::kDevice), "m x m matrix");
+  expect_error_everywhere(with({1, 0, 1, 1}, st::Memory::kDevice), "finite and > 0");
+  expect_error_everywhere(with({1, 1, 1, 1}, st::Memory::kHost), "set_gpu_bandwidth() on a host-memory domain");
+  if (size() >= 2)
+    expect_error_everywhere(with({rank() == 0 ? 2.0 : 1.0}, st::Memory::kHost), "different configurations");
 }

@@ -8,8 +8,10 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "stencil/stencil_check.hpp"
@@ -190,7 +192,18 @@ TEST(StencilPlan, OneMessagePerPeerAndLocalCopies) {
   MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
   EXPECT_EQ(sum, s.mpi_bytes);
   for (size_t i = 0; i < s.by_peer.size(); ++i) EXPECT_EQ(theirs[i], s.by_peer[i].recv_bytes) << "peer " << s.by_peer[i].rank;
-  for (size_t i = 1; i < s.by_peer.size(); ++i) EXPECT_GE(s.by_peer[i - 1].send_bytes, s.by_peer[i].send_bytes);
+  // issue order: other nodes first, each group largest first; a node is
+  // DTMPI_RANKS_PER_NODE consecutive ranks where set (this machine is one node)
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  const int per_node = rpn && std::atoi(rpn) > 0 ? std::atoi(rpn) : n;
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  for (const st::PeerTraffic& p : s.by_peer) EXPECT_EQ(p.same_node, p.rank / per_node == me / per_node) << p.rank;
+  for (size_t i = 1; i < s.by_peer.size(); ++i) {
+    const st::PeerTraffic &a = s.by_peer[i - 1], &b = s.by_peer[i];
+    if (a.same_node == b.same_node) EXPECT_GE(a.send_bytes, b.send_bytes);
+    else EXPECT_FALSE(a.same_node) << "a peer of this node issued before one of another node";
+  }
 }
 
 // The overlap pattern of a real solver: start the exchange, compute the
@@ -281,4 +294,38 @@ TEST(StencilOverlap, InteriorDuringExchangeMatchesSingleProcess) {
             ADD_FAILURE() << "(" << x << "," << y << "," << z << "): " << c(x, y, z) << " vs " << ref[idx({x, y, z})];
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// Placement inside a node (docs/stencil.md, "Placement"), on 3 ranks of one
+// node, 2 subdomains each, a 12^3 open grid: the node's local grid is 3x2x1
+// of 4x6x12 subdomains. The partition's order pairs (0,0)+(1,0), (2,0)+(0,1)
+// (not neighbours) and (1,1)+(2,1): 2 x-faces of 6x12 points stay on their
+// rank. The best pairing keeps 2 x-faces and one y-face (4x12) on their
+// ranks: 72 + 48 + 72 points each way. The ghosts are filled either way.
+TEST(StencilPlacement, PairsNeighboursOnTheSameRank) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  if (world_size() != 3 || node_size != 3 || std::getenv("DTMPI_RANKS_PER_NODE"))
+    GTEST_SKIP() << "needs 3 ranks on one node";
+  auto local_bytes = [](bool optimize, std::string* text) {
+    st::DistributedDomain d(MPI_COMM_WORLD, {12, 12, 12});
+    d.set_radius(1).set_periodic(false, false, false).set_subdomains_per_rank(2).set_placement(optimize);
+    d.add_quantity<double>("u");
+    d.realize();
+    EXPECT_EQ(d.local_grid(), (st::Dim3{3, 2, 1}));
+    if (text) *text = d.describe();
+    stencil_check::fill(d, {8}, 0, kUpload);
+    d.exchange();
+    EXPECT_EQ(stencil_check::verify(d, {8}, 0, {false, false, false}, kDownload), 0);
+    int64_t mine = d.stats().local_bytes, total = 0;
+    MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return total;
+  };
+  std::string text;
+  EXPECT_EQ(local_bytes(false, nullptr), 2 * (72 + 72) * 8);
+  EXPECT_EQ(local_bytes(true, &text), 2 * (72 + 48 + 72) * 8);
+  EXPECT_NE(text.find("exhaustive"), std::string::npos) << text;
 }

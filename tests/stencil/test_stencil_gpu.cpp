@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -64,7 +65,9 @@ TEST(StencilGpuPeerPath, DtmpiInFrontAsTheRunSays) {
   EXPECT_EQ(dtmpi_initialized(), expect_front() ? 1 : 0);
 }
 
-class StencilGpuExchange : public ::testing::TestWithParam<std::tuple<int, int>> {};
+// (case, peer path, CUDA graphs): with graphs, the third exchange replays
+// what the first recorded (swap() parity 0 again), the second its own
+class StencilGpuExchange : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   int devices = 0;
@@ -77,10 +80,11 @@ TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   };
   const Case c = cases[static_cast<size_t>(std::get<0>(GetParam()))];
   const st::PeerPath path = kPaths[std::get<1>(GetParam())];
-  SCOPED_TRACE(std::string(c.name) + ", peer path " + st::to_string(path));
+  const bool graphs = std::get<2>(GetParam());
+  SCOPED_TRACE(std::string(c.name) + ", peer path " + st::to_string(path) + (graphs ? ", CUDA graphs" : ""));
   st::DistributedDomain d(MPI_COMM_WORLD, c.extent);
   d.set_radius(c.radius).set_periodic(c.periodic[0], c.periodic[1], c.periodic[2]).set_subdomains_per_rank(c.per_rank);
-  d.set_memory(st::Memory::kDevice).set_peer_path(path);
+  d.set_memory(st::Memory::kDevice).set_peer_path(path).set_cuda_graphs(graphs);
   for (int q = 0; q < 8; ++q) d.add_quantity<double>("d" + std::to_string(q));
   d.add_quantity<Odd3>("odd");
   d.add_quantity<Wide16>("wide");
@@ -98,6 +102,7 @@ TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   d.realize();
   const st::PeerPath used = path == st::PeerPath::kAuto ? (front ? st::PeerPath::kDevice : st::PeerPath::kStaged) : path;
   EXPECT_EQ(d.stats().peer_path, used);
+  EXPECT_EQ(d.cuda_graphs(), graphs);
   for (const st::Subdomain& s : d.subdomains()) {
     EXPECT_GE(s.device(), 0);
     EXPECT_EQ(s.pitch(0) % 512, 0);
@@ -110,6 +115,56 @@ TEST_P(StencilGpuExchange, EveryGhostByGlobalCoordinate) {
   d.start_exchange();
   d.finish_exchange();
   EXPECT_EQ(stencil_check::verify(d, esize, 1, c.periodic, kDownload, reach), 0);
+  d.swap();
+  stencil_check::fill(d, esize, 2, kUpload);
+  d.exchange();
+  EXPECT_EQ(stencil_check::verify(d, esize, 2, c.periodic, kDownload, reach), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, StencilGpuExchange, ::testing::Combine(::testing::Range(0, 4), ::testing::Range(0, 3)));
+INSTANTIATE_TEST_SUITE_P(Cases, StencilGpuExchange,
+                         ::testing::Combine(::testing::Range(0, 4), ::testing::Range(0, 3), ::testing::Bool()));
+
+// Placement with a GPU bandwidth matrix (by device ordinal; every rank of
+// this test is on the device current at start, 0): realize() gathers the
+// ranks' GPUs, places the node's subdomains, and the exchange still fills
+// every ghost. A matrix that does not name a rank's GPU is refused.
+TEST(StencilGpuPlacement, BandwidthMatrixByDeviceOrdinal) {
+  int device = 0, devices = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  std::vector<double> bw(static_cast<size_t>(devices * devices), 50);
+  for (int g = 0; g < devices; ++g) bw[static_cast<size_t>(g * devices + g)] = 900;
+  st::DistributedDomain d(MPI_COMM_WORLD, {24, 20, 18});
+  d.set_radius(1).set_subdomains_per_rank(2).set_memory(st::Memory::kDevice).set_gpu_bandwidth(bw);
+  d.add_quantity<double>("u");
+  d.add_quantity<float>("v");
+  d.realize();
+  const std::string text = d.describe();
+  EXPECT_NE(text.find("placement (subdomain:rank of the node)"), std::string::npos) << text;
+  const std::vector<size_t> esize{8, 4};
+  stencil_check::fill(d, esize, 0, kUpload);
+  d.exchange();
+  EXPECT_EQ(stencil_check::verify(d, esize, 0, {true, true, true}, kDownload), 0);
+  // a rank on GPU 1 with a 1x1 matrix: refused on every rank, before
+  // anything is allocated (needs 2 GPUs; the decision is the same everywhere)
+  int fewest = 0;
+  MPI_Allreduce(&devices, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (fewest < 2) return;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == size - 1) {
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  }
+  std::string what;
+  try {
+    st::DistributedDomain bad(MPI_COMM_WORLD, {24, 20, 18});
+    bad.set_subdomains_per_rank(2).set_memory(st::Memory::kDevice).set_gpu_bandwidth({100});
+    bad.add_quantity<double>("u");
+    bad.realize();
+  } catch (const st::StencilError& e) {
+    what = e.what();
+  }
+  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  EXPECT_NE(what.find("outside the 1x1 bandwidth matrix"), std::string::npos) << what;
+}

@@ -1,0 +1,367 @@
+// dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P]
+//                     [--iters K] [--samples S] [--path auto|staged|device] [--graphs on|off|both]
+//                     [--no-placement] [--no-halo]
+//
+// The exchange of a dtmpi::stencil domain (include/dtmpi/stencil.hpp), per
+// iteration: N^3 points per subdomain, P subdomains per rank, radius R on
+// every side, Q quantities of B-byte elements, periodic on every axis (26
+// directions, as dtmpi-bench halo). Printed side by side with
+//   limit  the same number of halo bytes (everything this rank's exchange
+//          moves: its MPI messages and its same-rank copies) copied once,
+//          contiguously: memcpy on the host, one cudaMemcpyAsync device to
+//          device on the GPU -- what no packing, no message and no launch
+//          overhead would cost; the stencil's time is given as a ratio to it
+//   halo   the plain-MPI halo of the same block, `dtmpi-bench halo --only
+//          isend`, run in this process where it describes the same exchange
+//          (1 subdomain per rank, 8-byte elements), else the command to run.
+// --graphs both: the device exchange with and without CUDA graphs (the
+// pack / copy / unpack launches replayed, DTMPI_STENCIL_GRAPHS), in turn.
+// Times are per exchange, the slowest rank, the median of S samples of K
+// exchanges. One exchange is checked first: every ghost point must hold its
+// (wrapped) neighbour's value, else the run fails.
+#include <mpi.h>
+#ifdef DTMPI_BENCH_GPU
+#include <cuda_runtime.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dtmpi/stencil.hpp"
+#include "runtime/config.hpp"
+#include "stencil/partition.hpp"
+#include "topology/placement.hpp"
+#include "timing.hpp"
+
+namespace dtmpi::bench {
+int bench_halo(int argc, char** argv);
+
+namespace {
+
+namespace st = dtmpi::stencil;
+
+struct Options {
+  bool gpu = false, placement = true, halo = true;
+  int extent = 0, radius = 3, quantities = 8, elem = 8, per_rank = 1, iters = 20, samples = 5;
+  st::PeerPath path = st::PeerPath::kAuto;
+  int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kGraphsBoth
+};
+constexpr int kGraphsBoth = 2;
+
+template <int kBytes>
+struct Element {
+  unsigned char b[kBytes];
+};
+
+std::string text(const st::Dim3& v) {
+  return std::to_string(v.x) + "x" + std::to_string(v.y) + "x" + std::to_string(v.z);
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The byte k of quantity q's element at global point p: never the 0 a ghost starts as.
+unsigned char value(int q, const st::Dim3& p, int k) {
+  uint64_t h = (static_cast<uint64_t>(q) * 1000003u + static_cast<uint64_t>(p.z)) * 1000003u;
+  h = ((h + static_cast<uint64_t>(p.y)) * 1000003u + static_cast<uint64_t>(p.x)) * 31u + static_cast<uint64_t>(k);
+  h ^= h >> 29;
+  return static_cast<unsigned char>(1 + h % 255);
+}
+
+// The allocation of quantity q of subdomain s to and from the host.
+bool copy_image(const Options& o, const st::Subdomain& s, int q, std::vector<unsigned char>& img, bool up) {
+  const size_t bytes = static_cast<size_t>(s.pitch(q) * s.allocated().size().y * s.allocated().size().z);
+  img.resize(bytes);
+  if (!o.gpu) {
+    if (up) std::memcpy(s.current_data(q), img.data(), bytes);
+    else std::memcpy(img.data(), s.current_data(q), bytes);
+    return true;
+  }
+#ifdef DTMPI_BENCH_GPU
+  return (up ? cudaMemcpy(s.current_data(q), img.data(), bytes, cudaMemcpyHostToDevice)
+             : cudaMemcpy(img.data(), s.current_data(q), bytes, cudaMemcpyDeviceToHost)) == cudaSuccess;
+#else
+  return false;
+#endif
+}
+
+// Owned points get value(), ghosts 0; after one exchange every ghost must
+// hold its wrapped point's value. Returns this rank's wrong points (-1: a copy failed).
+int64_t check_one_exchange(const Options& o, st::DistributedDomain& d) {
+  const st::Dim3 e = d.extent();
+  std::vector<unsigned char> img;
+  for (const st::Subdomain& s : d.subdomains())
+    for (int q = 0; q < o.quantities; ++q) {
+      const st::Box a = s.allocated(), b = s.box();
+      img.assign(static_cast<size_t>(s.pitch(q) * a.size().y * a.size().z), 0);
+      for (int64_t z = b.lo.z; z < b.hi.z; ++z)
+        for (int64_t y = b.lo.y; y < b.hi.y; ++y)
+          for (int64_t x = b.lo.x; x < b.hi.x; ++x)
+            for (int k = 0; k < o.elem; ++k)
+              img[static_cast<size_t>(((z - a.lo.z) * a.size().y + (y - a.lo.y)) * s.pitch(q) + (x - a.lo.x) * o.elem + k)] =
+                  value(q, {x, y, z}, k);
+      if (!copy_image(o, s, q, img, true)) return -1;
+    }
+  d.exchange();
+  int64_t wrong = 0;
+  for (const st::Subdomain& s : d.subdomains())
+    for (int q = 0; q < o.quantities; ++q) {
+      if (!copy_image(o, s, q, img, false)) return -1;
+      const st::Box a = s.allocated();
+      for (int64_t z = a.lo.z; z < a.hi.z; ++z)
+        for (int64_t y = a.lo.y; y < a.hi.y; ++y)
+          for (int64_t x = a.lo.x; x < a.hi.x; ++x) {
+            const st::Dim3 w{(x + e.x) % e.x, (y + e.y) % e.y, (z + e.z) % e.z};  // periodic everywhere
+            for (int k = 0; k < o.elem; ++k)
+              wrong += img[static_cast<size_t>(((z - a.lo.z) * a.size().y + (y - a.lo.y)) * s.pitch(q) +
+                                               (x - a.lo.x) * o.elem + k)] != value(q, w, k);
+          }
+    }
+  return wrong;
+}
+
+// Per-op time of `op` run K times between barriers: the slowest rank, median of S samples.
+double slowest_median(const Options& o, const std::function<void()>& op) {
+  std::vector<double> per;
+  op();  // warm: first-touch, lazily created connections
+  for (int s = 0; s < o.samples; ++s) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now();
+    for (int i = 0; i < o.iters; ++i) op();
+    double mine = (now() - t0) / o.iters, worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    per.push_back(worst);
+  }
+  return median(per);
+}
+
+// The limit: `bytes` copied once per op, contiguously, in the domain's memory.
+double limit(const Options& o, int64_t bytes, std::string& how) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  if (!o.gpu) {
+    how = "memcpy";
+    std::vector<char> from(n, 1), to(n, 0);
+    return slowest_median(o, [&] { std::memcpy(to.data(), from.data(), n); });
+  }
+#ifdef DTMPI_BENCH_GPU
+  how = "cudaMemcpyAsync device to device";
+  void *from = nullptr, *to = nullptr;
+  cudaStream_t stream = nullptr;
+  if (cudaMalloc(&from, n) != cudaSuccess || cudaMalloc(&to, n) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    how = "cudaMalloc failed";
+    return 0;
+  }
+  bool ok = true;
+  const double t = slowest_median(o, [&] {
+    ok = ok && cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, stream) == cudaSuccess &&
+         cudaStreamSynchronize(stream) == cudaSuccess;
+  });
+  cudaStreamDestroy(stream);
+  cudaFree(from);
+  cudaFree(to);
+  if (!ok) how = "cudaMemcpyAsync failed";
+  return ok ? t : 0;
+#else
+  return 0;
+#endif
+}
+
+// The global extent whose partition gives every subdomain N^3 points: the
+// grid the partition chooses for a cube (the same rule, nodes x subdomains
+// per node), scaled by N; checked, since a split of the scaled extent could
+// in principle differ from the cube's.
+st::Dim3 global_extent(const Options& o, int nodes, int per_node, std::string& why) {
+  const int64_t side = int64_t{o.extent} * nodes * per_node;
+  auto cube = st::Partition::make({side, side, side}, nodes, per_node);
+  if (!cube) {
+    why = cube.error().what;
+    return {};
+  }
+  const st::Dim3 g = cube.value().grid();
+  const st::Dim3 e{g.x * o.extent, g.y * o.extent, g.z * o.extent};
+  auto p = st::Partition::make(e, nodes, per_node);
+  if (!p || !(p.value().grid() == g)) why = "no global extent splits into subdomains of exactly " + std::to_string(o.extent) + "^3";
+  return e;
+}
+
+template <int kBytes>
+void add_quantities(st::DistributedDomain& d, int q) {
+  for (int i = 0; i < q; ++i) d.add_quantity<Element<kBytes>>("q" + std::to_string(i));
+}
+
+int run(const Options& o, int me, int size) {
+  // the nodes as the domain will see them (MPI_COMM_TYPE_SHARED, or
+  // DTMPI_RANKS_PER_NODE), for the global extent
+  std::vector<int> node_of;
+  if (!topology::node_of_ranks(MPI_COMM_WORLD, static_cast<int>(runtime::config().ranks_per_node), node_of)) {
+    if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: finding the nodes failed\n");
+    return 1;
+  }
+  const int nodes = static_cast<int>(std::set<int>(node_of.begin(), node_of.end()).size());
+  std::string why;
+  const st::Dim3 extent = global_extent(o, nodes, size / nodes * o.per_rank, why);
+  if (!why.empty()) {
+    if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: %s\n", why.c_str());
+    return 2;
+  }
+  // one domain per CUDA-graph setting measured (--graphs both: off, then on)
+  std::vector<int> settings{o.graphs};
+  if (!o.gpu) settings = {-1};  // graphs record device launches: nothing to record on the host
+  else if (o.graphs == kGraphsBoth) settings = {0, 1};
+  std::vector<double> times;
+  int64_t mine = 0, most = 0;
+  for (int graphs : settings) {
+    st::DistributedDomain d(MPI_COMM_WORLD, extent);
+    d.set_radius(o.radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
+    if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path);
+    if (graphs >= 0) d.set_cuda_graphs(graphs == 1);
+    switch (o.elem) {
+      case 1: add_quantities<1>(d, o.quantities); break;
+      case 2: add_quantities<2>(d, o.quantities); break;
+      case 4: add_quantities<4>(d, o.quantities); break;
+      case 8: add_quantities<8>(d, o.quantities); break;
+      default: add_quantities<16>(d, o.quantities); break;
+    }
+    d.realize();
+    const int64_t wrong = check_one_exchange(o, d);
+    int64_t worst = 0;
+    MPI_Allreduce(&wrong, &worst, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (worst != 0) {
+      if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: the checked exchange left %s ghost bytes wrong\n",
+                                worst < 0 ? "(a copy failed)" : std::to_string(worst).c_str());
+      return 1;
+    }
+    const st::ExchangeStats x = d.stats();
+    mine = x.mpi_bytes + x.local_bytes;
+    MPI_Allreduce(&mine, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    times.push_back(slowest_median(o, [&] { d.exchange(); }));
+    if (me == 0 && times.size() == 1) {
+      std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d, "
+                  "%d quantities of %d B; %s memory, messages %s\n",
+                  size, nodes, o.extent, o.per_rank, text(d.grid()).c_str(), text(extent).c_str(), o.radius,
+                  o.quantities, o.elem, o.gpu ? "device" : "host", st::to_string(x.peer_path));
+      std::printf("  %s\n", d.describe().c_str());
+      std::printf("  halo bytes per exchange (busiest rank): %lld (rank 0: %lld in %lld message(s), %lld copied "
+                  "locally)\n", static_cast<long long>(most), static_cast<long long>(x.mpi_bytes),
+                  static_cast<long long>(x.messages), static_cast<long long>(x.local_bytes));
+    }
+    if (o.gpu) settings[times.size() - 1] = d.cuda_graphs() ? 1 : 0;  // what the domain did
+  }
+  std::string how;
+  const double lim = limit(o, mine, how);
+  if (me == 0) {
+    std::printf("  %-44s %12s %10s %9s\n", "per exchange (slowest rank, median)", "ms", "GB/s", "x limit");
+    for (size_t i = 0; i < times.size(); ++i) {
+      const double t = times[i];
+      const std::string row = std::string("dtmpi::stencil exchange()") +
+                              (o.gpu ? (settings[i] == 1 ? ", CUDA graphs" : ", no graphs") : "");
+      std::printf("  %-44s %12.4f %10.2f %8.2fx\n", row.c_str(), 1e3 * t, t > 0 ? most / t / 1e9 : 0.0,
+                  lim > 0 ? t / lim : 0.0);
+    }
+    std::printf("  %-44s %12.4f %10.2f\n", ("limit: one " + how).c_str(), 1e3 * lim, lim > 0 ? most / lim / 1e9 : 0.0);
+    std::printf("  (%d samples of %d exchanges; one exchange checked: every ghost right)\n", o.samples, o.iters);
+  }
+  // the plain-MPI halo of the same block, where it is the same exchange
+  const std::string sz = std::to_string(o.extent), r = std::to_string(o.radius), q = std::to_string(o.quantities),
+                    it = std::to_string(o.iters), pitch = o.gpu ? "512" : "64";
+  std::vector<std::string> args{"halo", "--size", sz, "--radius", r, "--quantities", q, "--pitch", pitch, "--iters", it,
+                                "--only", "isend"};
+  if (o.gpu) args.push_back("--gpu");
+  std::string cmd = "mpiexec -n " + std::to_string(size) + " dtmpi-bench";
+  for (const auto& a : args) cmd += " " + a;
+  if (o.halo && o.per_rank == 1 && o.elem == 8) {
+    if (me == 0) std::printf("\nplain MPI, the same block: %s\n", cmd.c_str());
+    std::fflush(stdout);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return bench_halo(static_cast<int>(args.size()), argv.data());
+  }
+  if (me == 0)
+    std::printf("\nplain MPI halo to compare%s: %s\n",
+                o.per_rank == 1 && o.elem == 8 ? "" : " (1 subdomain per rank of 8-byte elements there)", cmd.c_str());
+  return 0;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto num = [&](int& v) {
+      if (i + 1 >= argc) return false;
+      char* end = nullptr;
+      const long x = std::strtol(argv[++i], &end, 10);
+      v = static_cast<int>(x);
+      return *end == 0 && x > 0 && x < (1 << 20);
+    };
+    bool ok = true;
+    if (a == "--gpu") o.gpu = true;
+    else if (a == "--no-placement") o.placement = false;
+    else if (a == "--no-halo") o.halo = false;
+    else if (a == "--extent") ok = num(o.extent);
+    else if (a == "--radius") ok = num(o.radius);
+    else if (a == "--quantities") ok = num(o.quantities);
+    else if (a == "--elem") ok = num(o.elem) && (o.elem == 1 || o.elem == 2 || o.elem == 4 || o.elem == 8 || o.elem == 16);
+    else if (a == "--per-rank") ok = num(o.per_rank);
+    else if (a == "--iters") ok = num(o.iters);
+    else if (a == "--samples") ok = num(o.samples);
+    else if (a == "--path" && i + 1 < argc) {
+      const std::string p = argv[++i];
+      o.path = p == "auto" ? st::PeerPath::kAuto : p == "staged" ? st::PeerPath::kStaged : st::PeerPath::kDevice;
+      ok = p == "auto" || p == "staged" || p == "device";
+    } else if (a == "--graphs" && i + 1 < argc) {
+      const std::string g = argv[++i];
+      o.graphs = g == "on" ? 1 : g == "off" ? 0 : kGraphsBoth;
+      ok = g == "on" || g == "off" || g == "both";
+    } else ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "dtmpi-bench stencil: bad option '%s' (dtmpi-bench --help)\n", a.c_str());
+      return false;
+    }
+  }
+  if (o.extent == 0) o.extent = o.gpu ? 256 : 32;
+  return true;
+}
+
+}  // namespace
+
+int bench_stencil(int argc, char** argv) {
+  int me = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  Options o;
+  if (!parse(argc, argv, o)) return 2;
+  if (o.gpu) {
+    int have = 0;
+#ifdef DTMPI_BENCH_GPU
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int local = 0, count = 0;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0 && cudaSetDevice(local % count) == cudaSuccess) have = 1;
+    cudaGetLastError();
+#endif
+    int all = 0;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {  // CTest's SKIP_RETURN_CODE: skipped, not passed
+      if (me == 0) std::printf("dtmpi-bench stencil: --gpu but no usable GPU (or no CUDA in this build): skipped\n");
+      return 77;
+    }
+  }
+  try {
+    return run(o, me, size);
+  } catch (const st::StencilError& e) {
+    std::fprintf(stderr, "dtmpi-bench stencil (rank %d): %s\n", me, e.what());
+    return 1;
+  }
+}
+
+}  // namespace dtmpi::bench
