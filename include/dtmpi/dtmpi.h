@@ -55,11 +55,10 @@ int dtmpi_buffer_keyval(void);
 /* Deterministic reductions, per communicator: with
  *   MPI_Comm_set_attr(comm, dtmpi_reduction_keyval(), DTMPI_REDUCTION_DETERMINISTIC);
  * MPI_Reduce and MPI_Allreduce on `comm` (and MPI_Ireduce, MPI_Iallreduce)
- * compute one fold in rank order, ((x_0 op x_1) op x_2) ..., at the root
- * (every input gathered there; Allreduce then broadcasts the result): bitwise
- * the same result on every run and every rank, whatever algorithm would be
- * chosen otherwise, for any datatype and op. It costs a gather of all inputs
- * at the root. MPI_Comm_dup keeps the setting, MPI_Comm_delete_attr drops it;
+ * compute one fold in rank order, ((x_0 op x_1) op x_2) ..., from every
+ * rank's input gathered at the root (Allreduce: at every rank): bitwise the
+ * same result on every run and every rank, whatever algorithm would be chosen
+ * otherwise, for any datatype and op. It costs a gather of all inputs. MPI_Comm_dup keeps the setting, MPI_Comm_delete_attr drops it;
  * intercommunicators keep the system MPI's reduction. The keyval exists from
  * MPI_Init to MPI_Finalize (MPI_KEYVAL_INVALID otherwise). Set from C (the
  * interposed MPI_Comm_set_attr sees it). docs/collectives.md. */

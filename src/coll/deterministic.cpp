@@ -1,10 +1,11 @@
-// coll/deterministic.hpp: an engine operation of three stages -- the inputs
-// gathered at the root (MPI_Igather of the packed bytes: any datatype), the
-// root's fold in rank order (MPI_Reduce_local, whose first argument is the
-// left operand's successor: inout = in op inout, so the fold runs from the
-// highest rank down with each lower input on the left), and for Allreduce the
-// result broadcast (MPI_Ibcast) -- each stage a system MPI request tested by
-// step(), so the MPI_I* forms never block.
+// coll/deterministic.hpp: an engine operation of one system MPI collective
+// and a local fold -- the inputs gathered (MPI_Igather of the packed bytes at
+// the root for Reduce; MPI_Iallgather for Allreduce, every rank folding the
+// same bytes in the same order: the same bits everywhere), then the fold in
+// rank order with MPI_Reduce_local. One collective, posted when the call is
+// made: a second one posted later from the engine's progress could be posted
+// in a different order than the application's next collective on another rank
+// (MPI matches collectives by their order).
 #include "coll/deterministic.hpp"
 
 #include <algorithm>
@@ -54,9 +55,13 @@ class DeterministicOp : public transport::Operation {
     mine_.resize(static_cast<size_t>(packed_));
     int pos = 0;
     DTMPI_MPI_CHECK(REAL(MPI_Pack)(in_, count_, type_, mine_.data(), static_cast<int>(packed_), &pos, comm_));
-    if (me_ == gather_root()) all_.resize(static_cast<size_t>(packed_) * static_cast<size_t>(n_));
-    DTMPI_MPI_CHECK(REAL(MPI_Igather)(mine_.data(), static_cast<int>(packed_), MPI_PACKED, all_.data(),
-                                      static_cast<int>(packed_), MPI_PACKED, gather_root(), comm_, &req_));
+    if (folds()) all_.resize(static_cast<size_t>(packed_) * static_cast<size_t>(n_));
+    if (root_ >= 0)
+      DTMPI_MPI_CHECK(REAL(MPI_Igather)(mine_.data(), static_cast<int>(packed_), MPI_PACKED, all_.data(),
+                                        static_cast<int>(packed_), MPI_PACKED, root_, comm_, &req_));
+    else
+      DTMPI_MPI_CHECK(REAL(MPI_Iallgather)(mine_.data(), static_cast<int>(packed_), MPI_PACKED, all_.data(),
+                                           static_cast<int>(packed_), MPI_PACKED, comm_, &req_));
     return ok_status();
   }
 
@@ -68,25 +73,13 @@ class DeterministicOp : public transport::Operation {
       return true;
     }
     if (!done) return false;
-    if (stage_ == 0) {
-      stage_ = 1;
-      if (me_ == gather_root() && !fold()) return true;
-      if (root_ >= 0) return true;  // Reduce: the root has it
-      // Allreduce: rank 0 broadcasts the packed result, every rank unpacks it
-      if (REAL(MPI_Ibcast)(mine_.data(), static_cast<int>(packed_), MPI_PACKED, 0, comm_, &req_) != MPI_SUCCESS) {
-        error = MPI_ERR_OTHER;
-        return true;
-      }
-      return false;
-    }
-    int pos = 0;
-    if (REAL(MPI_Unpack)(mine_.data(), static_cast<int>(packed_), &pos, out_, count_, type_, comm_) != MPI_SUCCESS)
-      error = MPI_ERR_OTHER;
+    if (folds()) fold();
     return true;
   }
 
  private:
-  int gather_root() const { return root_ >= 0 ? root_ : 0; }
+  // Allreduce: every rank; Reduce: the root
+  bool folds() const { return root_ < 0 || me_ == root_; }
 
   // MPI's order, the left fold ((x_0 op x_1) op x_2) ...: MPI_Reduce_local(in,
   // inout) computes inout = in op inout, so with acc = x_0 and, for each next
@@ -110,15 +103,12 @@ class DeterministicOp : public transport::Operation {
       }
       std::swap(a, t);
     }
+    // into the result buffer by its datatype (any layout)
     int pos = 0;
-    if (root_ >= 0) {  // Reduce: straight into the root's buffer
-      if (REAL(MPI_Pack)(a, count_, type_, mine_.data(), static_cast<int>(packed_), &pos, comm_) != MPI_SUCCESS ||
-          (pos = 0, REAL(MPI_Unpack)(mine_.data(), static_cast<int>(packed_), &pos, out_, count_, type_, comm_)) !=
-              MPI_SUCCESS)
-        error = MPI_ERR_OTHER;
-    } else if (REAL(MPI_Pack)(a, count_, type_, mine_.data(), static_cast<int>(packed_), &pos, comm_) != MPI_SUCCESS) {
+    if (REAL(MPI_Pack)(a, count_, type_, mine_.data(), static_cast<int>(packed_), &pos, comm_) != MPI_SUCCESS ||
+        (pos = 0, REAL(MPI_Unpack)(mine_.data(), static_cast<int>(packed_), &pos, out_, count_, type_, comm_)) !=
+            MPI_SUCCESS)
       error = MPI_ERR_OTHER;
-    }
     return error == MPI_SUCCESS;
   }
 
@@ -142,7 +132,6 @@ class DeterministicOp : public transport::Operation {
   int me_, n_;
   int64_t packed_;
   MPI_Aint lb_ = 0;
-  int stage_ = 0;
   MPI_Request req_ = MPI_REQUEST_NULL;
   std::vector<char> mine_, all_;
 };

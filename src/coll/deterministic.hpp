@@ -2,11 +2,12 @@
 // digest claim C21): a communicator whose dtmpi_reduction_keyval() attribute
 // is DTMPI_REDUCTION_DETERMINISTIC (include/dtmpi/dtmpi.h) has its
 // MPI_Reduce and MPI_Allreduce (and the MPI_I* forms) computed as one fold in
-// rank order, ((x_0 op x_1) op x_2) ..., at the root -- the inputs gathered
-// there, then (Allreduce) the result broadcast: bitwise the same result on
-// every run, every rank, whatever tree the system MPI or dtmpi would choose,
-// for any datatype and any op MPI_Reduce_local takes. It costs a gather of
-// every input at the root: a mode for reproducibility, not speed.
+// rank order, ((x_0 op x_1) op x_2) ..., from every rank's input gathered at
+// the root (Reduce) or at every rank (Allreduce: an allgather, each rank
+// folding the same bytes in the same order): bitwise the same result on every
+// run, every rank, whatever tree the system MPI or dtmpi would choose, for any
+// datatype and any op MPI_Reduce_local takes. It costs a gather of every
+// input: a mode for reproducibility, not speed.
 // Intercommunicators keep the system MPI's reduction.
 #pragma once
 #include <mpi.h>
