@@ -1,6 +1,8 @@
-// dtmpi-bench coll: Barrier, Bcast, Allreduce and Reduce on MPI_COMM_WORLD,
-// 8 B to 1 MiB: the system MPI's own (PMPI_*) against each of dtmpi's
-// algorithms (src/coll, forced) and the built-in "tuned" choice, in one run.
+// dtmpi-bench coll: Barrier, Bcast, Allreduce, Reduce, Allgather, Gather,
+// Scatter, Alltoall, Reduce_scatter_block (rsb), Scan and Exscan on
+// MPI_COMM_WORLD, 8 B to 1 MiB (a rank's block for the data-moving ones): the
+// system MPI's own (PMPI_*) against each of dtmpi's algorithms (src/coll,
+// forced) and the built-in "tuned" choice, in one run.
 // Each cell is the time per call of back-to-back blocking calls (the slowest
 // rank's), the median of interleaved samples (sample k of every variant
 // before sample k+1 of any).
@@ -43,6 +45,14 @@ const std::vector<OpCase>& op_cases() {
         {"rsag", Algorithm::kReduceScatterAllgather},
         {"tree", Algorithm::kTree}}},
       {"reduce", CollOpKind::kReduce, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
+      {"allgather", CollOpKind::kAllgather,
+       {{"ring", Algorithm::kRing}, {"recdbl", Algorithm::kRecursiveDoubling}, {"flat", Algorithm::kFlat}}},
+      {"gather", CollOpKind::kGather, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
+      {"scatter", CollOpKind::kScatter, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
+      {"alltoall", CollOpKind::kAlltoall, {{"pairwise", Algorithm::kPairwise}, {"flat", Algorithm::kFlat}}},
+      {"rsb", CollOpKind::kReduceScatterBlock, {{"flat", Algorithm::kFlat}}},
+      {"scan", CollOpKind::kScan, {{"linear", Algorithm::kLinear}, {"recdbl", Algorithm::kRecursiveDoubling}}},
+      {"exscan", CollOpKind::kExscan, {{"linear", Algorithm::kLinear}, {"recdbl", Algorithm::kRecursiveDoubling}}},
   };
   return c;
 }
@@ -59,8 +69,29 @@ void system_call(CollOpKind kind, const double* in, double* out, int count) {
     case CollOpKind::kAllreduce:
       PMPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       break;
-    default:
+    case CollOpKind::kReduce:
       PMPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kAllgather:
+      PMPI_Allgather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kGather:
+      PMPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kScatter:
+      PMPI_Scatter(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kAlltoall:
+      PMPI_Alltoall(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kReduceScatterBlock:
+      PMPI_Reduce_scatter_block(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    case CollOpKind::kScan:
+      PMPI_Scan(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    default:
+      PMPI_Exscan(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   }
 }
 
@@ -96,7 +127,8 @@ int bench_coll(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const int64_t max_bytes = quick ? (64 << 10) : (1 << 20);
-  std::vector<double> in(static_cast<size_t>(max_bytes / 8) + 1, 1.0 + me), out(in.size(), 0.0);
+  // n blocks: the side of a gather's root, an allgather's, an alltoall's, a reduce_scatter_block's input
+  std::vector<double> in(static_cast<size_t>(n * max_bytes / 8) + 1, 1.0 + me), out(in.size(), 0.0);
   if (me == 0)
     std::printf("collectives on %d ranks, us per call (back-to-back blocking calls, the slowest rank, median of "
                 "%d samples); ratio = system / variant (> 1: faster than the system MPI)\n",

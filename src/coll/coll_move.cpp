@@ -213,4 +213,37 @@ Result<bool> scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datat
   return start(make_scan(std::move(state.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r, exclusive), req);
 }
 
+namespace detail {
+
+Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
+                             int count, MPI_Datatype type, MPI_Op mop, int root) {
+  if (!contiguous(count, type)) return false;
+  const int64_t block = bytes_of(count, type);
+  const bool is_root = st->rank == root;
+  const char* s = static_cast<const char*>(sb);
+  char* r = static_cast<char*>(rb);
+  Reducer red{};
+  switch (op) {
+    case CollOpKind::kAllgather:
+      return start(make_allgather(std::move(st), a, s, r, block), nullptr);
+    case CollOpKind::kAlltoall:
+      return start(make_alltoall(std::move(st), a, s, r, block), nullptr);
+    case CollOpKind::kGather:
+      return start(make_gather(std::move(st), a, s, is_root ? r : nullptr, block, root), nullptr);
+    case CollOpKind::kScatter:
+      return start(make_scatter(std::move(st), a, is_root ? s : nullptr, r, block, root), nullptr);
+    case CollOpKind::kReduceScatterBlock:
+      if (!reducer_for(type, mop, red)) return false;
+      return start(make_reduce_scatter_block(std::move(st), a, sb, rb, count, red), nullptr);
+    case CollOpKind::kScan:
+    case CollOpKind::kExscan:
+      if (!reducer_for(type, mop, red)) return false;
+      return start(make_scan(std::move(st), a, sb, rb, count, red, op == CollOpKind::kExscan), nullptr);
+    default:
+      return false;
+  }
+}
+
+}  // namespace detail
+
 }  // namespace dtmpi::coll

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "base/result.hpp"
+#include "coll/coll.hpp"
 #include "coll/ops.hpp"
 
 namespace dtmpi::coll::detail {
@@ -27,5 +28,9 @@ int size_of(MPI_Comm comm);
 // Arguments the system MPI must see to report them (an invalid root, a
 // null communicator or type): dtmpi serves only calls that are valid.
 bool valid(MPI_Comm comm, MPI_Datatype type, int root);
+
+// run_forced for the operations of coll_move.cpp (contiguous types only).
+Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
+                             int count, MPI_Datatype type, MPI_Op mop, int root);
 
 }  // namespace dtmpi::coll::detail
