@@ -12,7 +12,7 @@ mpiexec=$1 tune=$2 prog=$3
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-"$mpiexec" -n 3 "$tune" --quick --max-bytes 4096 --time-limit 60 --out "$d/measured.json" >"$d/tune.out" 2>&1 \
+"$mpiexec" -n 3 "$tune" --quick --blocking-only --max-bytes 512 --time-limit 30 --out "$d/measured.json" >"$d/tune.out" 2>&1 \
   || { cat "$d/tune.out"; fail "dtmpi-tune failed"; }
 grep -q '"dtmpi_coll_table": 1' "$d/measured.json" || fail "dtmpi-tune wrote no table"
 grep -q '"ranks": 3' "$d/measured.json" || fail "no cell on 3 ranks"
