@@ -190,11 +190,16 @@ TEST(Coll, NonBlockingInFlight) {
 }
 
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
+// Under "tuned" with a measured table (DTMPI_COLL_TABLE) the table decides, and
+// on a loaded machine it may rightly name the system MPI for every cell:
+// check-tuned.sh counts dtmpi's collectives itself under a table that names them.
 TEST(Coll, ZzDtmpiServedWhereSelected) {
   const char* v = std::getenv("DTMPI_COLL");
+  const char* table = std::getenv("DTMPI_COLL_TABLE");
   const bool selected = v && *v && std::string(v) != "system";
   const long long served = served_by_dtmpi();
   ASSERT_GE(served, 0) << "dtmpi is not in the process";
+  if (selected && std::string(v) == "tuned" && table && *table) return;
   if (selected)
     EXPECT_GT(served, 0) << "DTMPI_COLL=" << v << " but no collective ran dtmpi's algorithms";
   else
