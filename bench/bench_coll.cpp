@@ -2,7 +2,8 @@
 // Scatter, Alltoall, Reduce_scatter_block (rsb), Scan and Exscan on
 // MPI_COMM_WORLD, 8 B to 1 MiB (a rank's block for the data-moving ones): the
 // system MPI's own (PMPI_*) against each of dtmpi's algorithms (src/coll,
-// forced) and the built-in "tuned" choice, in one run.
+// forced) and the "tuned" choice (dtmpi-tune's table under DTMPI_COLL=tuned,
+// else the built-in one), in one run.
 // Each cell is the time per call of back-to-back blocking calls (the slowest
 // rank's), the median of interleaved samples (sample k of every variant
 // before sample k+1 of any).
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "coll/coll.hpp"
+#include "coll/system_ops.hpp"
 #include "timing.hpp"
 
 namespace dtmpi::bench {
@@ -38,13 +40,23 @@ struct OpCase {
 
 const std::vector<OpCase>& op_cases() {
   static const std::vector<OpCase> c = {
-      {"barrier", CollOpKind::kBarrier, {{"dissem", Algorithm::kDissemination}, {"flat", Algorithm::kFlat}}},
+      {"barrier", CollOpKind::kBarrier,
+       {{"dissem", Algorithm::kDissemination},
+        {"flat", Algorithm::kFlat},
+        {"knomial4", Algorithm::kKnomial4},
+        {"knomial8", Algorithm::kKnomial8}}},
       {"bcast", CollOpKind::kBcast, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
       {"allreduce", CollOpKind::kAllreduce,
        {{"recdbl", Algorithm::kRecursiveDoubling},
         {"rsag", Algorithm::kReduceScatterAllgather},
-        {"tree", Algorithm::kTree}}},
-      {"reduce", CollOpKind::kReduce, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
+        {"tree", Algorithm::kTree},
+        {"knomial4", Algorithm::kKnomial4},
+        {"knomial8", Algorithm::kKnomial8}}},
+      {"reduce", CollOpKind::kReduce,
+       {{"binomial", Algorithm::kBinomial},
+        {"flat", Algorithm::kFlat},
+        {"knomial4", Algorithm::kKnomial4},
+        {"knomial8", Algorithm::kKnomial8}}},
       {"allgather", CollOpKind::kAllgather,
        {{"ring", Algorithm::kRing}, {"recdbl", Algorithm::kRecursiveDoubling}, {"flat", Algorithm::kFlat}}},
       {"gather", CollOpKind::kGather, {{"binomial", Algorithm::kBinomial}, {"flat", Algorithm::kFlat}}},
@@ -59,40 +71,7 @@ const std::vector<OpCase>& op_cases() {
 
 // The system MPI's call of `kind` (root 0, MPI_SUM on doubles).
 void system_call(CollOpKind kind, const double* in, double* out, int count) {
-  switch (kind) {
-    case CollOpKind::kBarrier:
-      PMPI_Barrier(MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kBcast:
-      PMPI_Bcast(out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kAllreduce:
-      PMPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kReduce:
-      PMPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kAllgather:
-      PMPI_Allgather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kGather:
-      PMPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kScatter:
-      PMPI_Scatter(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kAlltoall:
-      PMPI_Alltoall(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kReduceScatterBlock:
-      PMPI_Reduce_scatter_block(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      break;
-    case CollOpKind::kScan:
-      PMPI_Scan(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      break;
-    default:
-      PMPI_Exscan(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  }
+  coll::system_collective(kind, in, out, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 }
 
 // Seconds per call of `call`, the slowest rank's, median of `samples`.
@@ -153,7 +132,9 @@ int bench_coll(int argc, char** argv) {
         };
       };
       for (const auto& v : oc.variants) calls.push_back(forced(v.alg));
-      const Algorithm pick = coll::select_builtin(kind, n, bytes);
+      // "tuned": DTMPI_COLL's choice where it is set (=tuned: dtmpi-tune's
+      // table, read at MPI_Init), the built-in one otherwise
+      const Algorithm pick = coll::enabled() ? coll::select(kind, n, bytes) : coll::select_builtin(kind, n, bytes);
       calls.push_back(pick == Algorithm::kSystem
                           ? std::function<void()>([&, kind, count] { system_call(kind, in.data(), out.data(), count); })
                           : std::function<void()>(forced(pick)));

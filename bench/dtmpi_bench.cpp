@@ -68,9 +68,13 @@ const std::vector<Command> kCommands = {
      "(and with the first plan lookup, where dtmpi builds the plan)",
      {kQuick, {"--filter", "S", "only the cases whose name contains S"}}},
     {"coll", "mpiexec -n N dtmpi-bench coll",
-     "Barrier, Bcast, Allreduce, Reduce (8 B - 1 MiB): the system MPI vs each of dtmpi's algorithms (src/coll) and "
-     "the built-in tuned choice, side by side with ratios",
-     {kQuick, {"--op", "S", "only this operation (barrier, bcast, allreduce, reduce)"}}},
+     "Barrier, Bcast, Allreduce, Reduce, Allgather, Gather, Scatter, Alltoall, Reduce_scatter_block, Scan, Exscan "
+     "(8 B - 1 MiB per rank): the system MPI vs each of dtmpi's algorithms (src/coll) and the tuned choice "
+     "(dtmpi-tune's table under DTMPI_COLL=tuned, else the built-in one), side by side with ratios",
+     {kQuick,
+      {"--op", "S",
+       "only this operation (barrier, bcast, allreduce, reduce, allgather, gather, scatter, alltoall, rsb, scan, "
+       "exscan)"}}},
     {"halo", "mpiexec -n N dtmpi-bench halo",
      "3D halo exchange (26 neighbours, subarray types): isend / alltoallv / alltoallw with the system MPI vs dtmpi "
      "vs the packed-bytes limit, every exchange validated",

@@ -20,6 +20,7 @@
 #include "cli.hpp"
 #include "coll/coll.hpp"
 #include "coll/model.hpp"
+#include "coll/system_ops.hpp"
 #include "coll/tuning_table.hpp"
 #include "files.hpp"
 #include "transport/engine.hpp"
@@ -38,6 +39,8 @@ const std::vector<dtmpi::tools::Option> kOptions = {
     {"--max-bytes", "N", "the largest message size per rank (default 16M; --quick: 1M)"},
     {"--top", "X", "time the system MPI's algorithm and the model's X best candidates (default 1)"},
     {"--exhaustive", nullptr, "time every candidate, and report where the model's first choice landed"},
+    {"--ops", "LIST", "only these operations, comma-separated (barrier, bcast, allreduce, reduce, allgather, gather, "
+                      "scatter, alltoall, reduce_scatter_block, scan, exscan; default: all)"},
     {"--blocking-only", nullptr, "skip the \"many in flight\" cells (16 MPI_I* calls started, then completed together)"},
     {"--time-limit", "SECONDS", "stop measuring after this long and write the cells measured so far"},
     {"--out", "FILE", "the table to write (default: DTMPI_COLL_TABLE, else <DTMPI_CACHE_DIR>/coll-<host>.json)"},
@@ -47,7 +50,9 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: mpiexec -n N dtmpi-tune [options]   (N >= 2 ranks of one node)\n\n"
                "Measures the LogGP parameters (L, o, g, G) of dtmpi's shared-memory one-sided path between ranks\n"
-               "0 and 1, then for Barrier, Bcast, Allreduce and Reduce, sizes from 8 B and communicators of\n"
+               "0 and 1, then for every collective dtmpi implements (Barrier, Bcast, Allreduce, Reduce, Allgather,\n"
+               "Gather, Scatter, Alltoall, Reduce_scatter_block, Scan, Exscan), sizes from 8 B (a rank's block for\n"
+               "the data-moving ones, up to 16 MiB on n blocks) and communicators of\n"
                "2, 4, ... up to N ranks, times the system MPI's own collective and the candidates dtmpi's LogGP\n"
                "models rank best, and writes the fastest per cell to the table DTMPI_COLL=tuned reads. A dtmpi\n"
                "algorithm is chosen only where it measured at least 3%% faster than the system MPI. Each size up to\n"
@@ -59,24 +64,9 @@ void usage(FILE* f) {
 
 int g_rank = 0;
 
-// The system MPI's call of `op` on `comm` (root 0, MPI_SUM on doubles).
-void system_call(CollOpKind op, const double* in, double* out, int count, MPI_Comm comm) {
-  switch (op) {
-    case CollOpKind::kBarrier: PMPI_Barrier(comm); break;
-    case CollOpKind::kBcast: PMPI_Bcast(out, count, MPI_DOUBLE, 0, comm); break;
-    case CollOpKind::kAllreduce: PMPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, comm); break;
-    default: PMPI_Reduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, comm); break;
-  }
-}
-
-// The non-blocking form of system_call.
-void system_start(CollOpKind op, const double* in, double* out, int count, MPI_Comm comm, MPI_Request* r) {
-  switch (op) {
-    case CollOpKind::kBarrier: PMPI_Ibarrier(comm, r); break;
-    case CollOpKind::kBcast: PMPI_Ibcast(out, count, MPI_DOUBLE, 0, comm, r); break;
-    case CollOpKind::kAllreduce: PMPI_Iallreduce(in, out, count, MPI_DOUBLE, MPI_SUM, comm, r); break;
-    default: PMPI_Ireduce(in, out, count, MPI_DOUBLE, MPI_SUM, 0, comm, r); break;
-  }
+// The system MPI's `op` on `comm` (root 0, MPI_SUM on doubles); with `r`, started.
+void system_call(CollOpKind op, const double* in, double* out, int count, MPI_Comm comm, MPI_Request* r = nullptr) {
+  coll::system_collective(op, in, out, count, MPI_DOUBLE, MPI_SUM, 0, comm, r);
 }
 
 // Completes `reqs`: dtmpi's requests complete in its engine's progress.
@@ -196,6 +186,20 @@ int main(int argc, char** argv) {
   const int64_t max_bytes = std::strtoll(args.get("--max-bytes", quick ? "1048576" : "16777216"), nullptr, 10);
   const int top = std::max(1, std::atoi(args.get("--top", "1")));
   const double limit = std::strtod(args.get("--time-limit", "0"), nullptr);
+  std::vector<bool> wanted(static_cast<size_t>(CollOpKind::kCount), !args.has("--ops"));
+  if (args.has("--ops")) {
+    const std::string list = args.get("--ops", "");
+    for (size_t at = 0; at <= list.size();) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      const auto op = coll::op_from_name(list.substr(at, end - at));
+      if (!op) {
+        std::fprintf(stderr, "dtmpi-tune: unknown operation '%s' in --ops\n", list.substr(at, end - at).c_str());
+        return 2;
+      }
+      wanted[static_cast<size_t>(*op)] = true;
+      at = end + 1;
+    }
+  }
   PMPI_Init(&argc, &argv);
   int n = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -229,17 +233,26 @@ int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int m = 2; m < n; m *= 2) sizes.push_back(m);
   sizes.push_back(n);
+  // A side of n blocks (Allgather, Alltoall, ...) holds at most kMaxSide
+  // bytes, so 16 ranks' buffers fit any node: the block size stops there.
+  constexpr int64_t kMaxSide = 16 << 20, kMaxInFlightSide = 1 << 20;
   for (int m : sizes)
-    for (CollOpKind op : {CollOpKind::kBarrier, CollOpKind::kBcast, CollOpKind::kAllreduce, CollOpKind::kReduce})
-      for (int64_t b = 8; b <= max_bytes; b *= quick ? 16 : 4) {
+    for (int o = 0; o < static_cast<int>(CollOpKind::kCount); ++o) {
+      const auto op = static_cast<CollOpKind>(o);
+      if (!wanted[static_cast<size_t>(o)]) continue;
+      const int blocks = coll::moves_blocks_per_rank(op) ? m : 1;
+      for (int64_t b = 8; b <= max_bytes && b * blocks <= kMaxSide; b *= quick ? 16 : 4) {
         cells.push_back({op, m, b, false});
-        // many in flight: 16 buffers of at most 1 MiB
-        if (!blocking_only && op != CollOpKind::kBarrier && b <= (1 << 20)) cells.push_back({op, m, b, true});
+        // many in flight: 16 buffers of at most 1 MiB each
+        if (!blocking_only && op != CollOpKind::kBarrier && b * blocks <= kMaxInFlightSide)
+          cells.push_back({op, m, b, true});
         if (op == CollOpKind::kBarrier) break;
       }
-  std::vector<double> in(static_cast<size_t>(max_bytes / 8) + 1, 1.0 + g_rank), res(in.size(), 0.0);
+    }
+  const size_t side = static_cast<size_t>(std::min<int64_t>(max_bytes * n, kMaxSide) / 8) + 1;
+  std::vector<double> in(side, 1.0 + g_rank), res(side, 0.0);
   // the in-flight cells' own result buffers (pending operations must not share one)
-  std::vector<std::vector<double>> many(kInFlight, std::vector<double>(std::min<size_t>(in.size(), (1 << 17) + 1)));
+  std::vector<std::vector<double>> many(kInFlight, std::vector<double>(std::min<size_t>(side, kMaxInFlightSide / 8 + 1)));
   std::vector<MPI_Request> reqs(kInFlight, MPI_REQUEST_NULL);
   size_t done = 0, timed = 0, possible = 0, model_within = 0, model_best = 0;
   for (const Cell& c : cells) {
@@ -271,7 +284,7 @@ int main(int argc, char** argv) {
         // kInFlight started back to back, then completed together; a call's
         // time is a kInFlight-th of the whole
         calls.push_back([&, count, comm] {
-          for (int i = 0; i < kInFlight; ++i) system_start(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
+          for (int i = 0; i < kInFlight; ++i) system_call(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
           PMPI_Waitall(kInFlight, reqs.data(), MPI_STATUSES_IGNORE);
         });
         for (Algorithm a : candidates) {
@@ -281,7 +294,7 @@ int main(int argc, char** argv) {
             for (int i = 0; i < kInFlight; ++i) {
               auto r = coll::run_forced(c.op, a, in.data(), many[i].data(), count, MPI_DOUBLE, MPI_SUM, 0, comm,
                                         &reqs[i]);
-              if (!r || !r.value()) system_start(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
+              if (!r || !r.value()) system_call(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
             }
             complete_all(reqs);
           });

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "coll/ops.hpp"
+#include "coll/trees.hpp"
 
 namespace dtmpi::coll {
 
@@ -43,10 +44,12 @@ class ChunkedReduction : public CollOp {
   void check(int rc) {
     if (rc != MPI_SUCCESS) fail(rc);
   }
-  // children of relative rank vr (tree root 0) from index_ on: acc = acc op child
-  bool fold_children(int vr, int tree_root, char* acc, unsigned phase) {
-    for (; (1 << index_) < lowbit(vr, n()) && vr + (1 << index_) < n(); ++index_) {
-      const int child = (vr + (1 << index_) + tree_root) % n();
+  // the children of relative rank vr in the radix-k tree rooted at
+  // `tree_root`, from index_ on, ascending (their ranges follow vr's own):
+  // acc = acc op child's part (region 0)
+  bool fold_children(int vr, int tree_root, char* acc, unsigned phase, int k = 2) {
+    for (int c; (c = knomial_child(vr, n(), k, index_)) >= 0; ++index_) {
+      const int child = (c + tree_root) % n();
       if (!ready(child, phase)) return false;
       check(r_.right(acc, region(child, 0), m(), tmp()));
     }

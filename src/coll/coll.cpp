@@ -160,7 +160,7 @@ Result<bool> run_forced(CollOpKind op, Algorithm a, const void* sb, void* rb, in
       if (!reducer_for(type, mop, r)) return false;
       return start(make_reduce(std::move(st.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r, root), req);
     default:
-      return run_forced_more(op, a, std::move(st.value()), sb, rb, count, type, mop, root);
+      return run_forced_more(op, a, std::move(st.value()), sb, rb, count, type, mop, root, req);
   }
 }
 

@@ -105,7 +105,7 @@ bool off(const MPI_Comm comm) { return !enabled() || comm == MPI_COMM_NULL; }
 // The state where dtmpi serves `kind` with `block` bytes per rank; null otherwise.
 Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
                                            Algorithm& a) {
-  a = block > 0 ? select(kind, size_of(comm), block) : Algorithm::kSystem;
+  a = block > 0 ? select(kind, size_of(comm), block, req != nullptr) : Algorithm::kSystem;
   if (a == Algorithm::kSystem) return std::shared_ptr<CommState>();
   return usable(comm, !req);
 }
@@ -216,7 +216,7 @@ Result<bool> scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datat
 namespace detail {
 
 Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
-                             int count, MPI_Datatype type, MPI_Op mop, int root) {
+                             int count, MPI_Datatype type, MPI_Op mop, int root, MPI_Request* req) {
   if (!contiguous(count, type)) return false;
   const int64_t block = bytes_of(count, type);
   const bool is_root = st->rank == root;
@@ -225,20 +225,20 @@ Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommSta
   Reducer red{};
   switch (op) {
     case CollOpKind::kAllgather:
-      return start(make_allgather(std::move(st), a, s, r, block), nullptr);
+      return start(make_allgather(std::move(st), a, s, r, block), req);
     case CollOpKind::kAlltoall:
-      return start(make_alltoall(std::move(st), a, s, r, block), nullptr);
+      return start(make_alltoall(std::move(st), a, s, r, block), req);
     case CollOpKind::kGather:
-      return start(make_gather(std::move(st), a, s, is_root ? r : nullptr, block, root), nullptr);
+      return start(make_gather(std::move(st), a, s, is_root ? r : nullptr, block, root), req);
     case CollOpKind::kScatter:
-      return start(make_scatter(std::move(st), a, is_root ? s : nullptr, r, block, root), nullptr);
+      return start(make_scatter(std::move(st), a, is_root ? s : nullptr, r, block, root), req);
     case CollOpKind::kReduceScatterBlock:
       if (!reducer_for(type, mop, red)) return false;
-      return start(make_reduce_scatter_block(std::move(st), a, sb, rb, count, red), nullptr);
+      return start(make_reduce_scatter_block(std::move(st), a, sb, rb, count, red), req);
     case CollOpKind::kScan:
     case CollOpKind::kExscan:
       if (!reducer_for(type, mop, red)) return false;
-      return start(make_scan(std::move(st), a, sb, rb, count, red, op == CollOpKind::kExscan), nullptr);
+      return start(make_scan(std::move(st), a, sb, rb, count, red, op == CollOpKind::kExscan), req);
     default:
       return false;
   }

@@ -31,6 +31,6 @@ bool valid(MPI_Comm comm, MPI_Datatype type, int root);
 
 // run_forced for the operations of coll_move.cpp (contiguous types only).
 Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
-                             int count, MPI_Datatype type, MPI_Op mop, int root);
+                             int count, MPI_Datatype type, MPI_Op mop, int root, MPI_Request* req);
 
 }  // namespace dtmpi::coll::detail

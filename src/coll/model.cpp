@@ -45,11 +45,21 @@ double gather_to_all_flat(const LogGP& p, int N, int t, int64_t B) {
 
 std::vector<Algorithm> algorithms_for(CollOpKind op) {
   switch (op) {
-    case CollOpKind::kBarrier: return {Algorithm::kDissemination, Algorithm::kFlat};
+    case CollOpKind::kBarrier:
+      return {Algorithm::kDissemination, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
     case CollOpKind::kBcast: return {Algorithm::kBinomial, Algorithm::kFlat};
     case CollOpKind::kAllreduce:
-      return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree};
-    case CollOpKind::kReduce: return {Algorithm::kBinomial, Algorithm::kFlat};
+      return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
+              Algorithm::kKnomial4, Algorithm::kKnomial8};
+    case CollOpKind::kReduce:
+      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
+    case CollOpKind::kAllgather: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
+    case CollOpKind::kGather:
+    case CollOpKind::kScatter: return {Algorithm::kBinomial, Algorithm::kFlat};
+    case CollOpKind::kAlltoall: return {Algorithm::kPairwise, Algorithm::kFlat};
+    case CollOpKind::kReduceScatterBlock: return {Algorithm::kFlat};
+    case CollOpKind::kScan:
+    case CollOpKind::kExscan: return {Algorithm::kLinear, Algorithm::kRecursiveDoubling};
     default: return {};
   }
 }
@@ -61,11 +71,18 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
     case CollOpKind::kBarrier:
       if (a == Algorithm::kDissemination) return l2 * (p.L + p.o + p.g);
       if (a == Algorithm::kFlat) return 2 * (p.L + p.o) + (n - 1) * p.g;  // arrivals at one counter, one release
+      if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) {
+        // a parent reads up to k-1 children's lines per level; one release all read
+        const int k = radix_of(a);
+        return levels(n, k) * (p.L + p.o + (k - 1) * p.g) + p.L + p.o;
+      }
       return -1;
     case CollOpKind::kBcast:
     case CollOpKind::kReduce:
       // the binomial tree as the thesis's radix-2 tree; flat as radix n
       if (a == Algorithm::kBinomial) return kary_broadcast(p, n, bytes, 2);
+      if (op == CollOpKind::kReduce && (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8))
+        return kary_broadcast(p, n, bytes, radix_of(a));
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
       return -1;
     case CollOpKind::kAllreduce:
@@ -74,6 +91,38 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (a == Algorithm::kReduceScatterAllgather)
         return 2 * (p.L + (n - 1) * (p.o + p.g) + p.G * B * (n - 1) / std::max(n, 1));
       if (a == Algorithm::kTree) return 2 * kary_broadcast(p, n, bytes, 2);
+      // the K-nomial reduce, then one read of the result (every rank at once)
+      if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8)
+        return kary_broadcast(p, n, bytes, radix_of(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
+      return -1;
+    // `bytes` is one rank's block below
+    case CollOpKind::kAllgather:
+      if (a == Algorithm::kFlat) return gather_to_all_flat(p, n, 1, bytes);
+      if (a == Algorithm::kRecursiveDoubling) return gather_to_all_dissemination(p, n, 1, bytes);
+      if (a == Algorithm::kRing) return (n - 1) * (p.L + p.o + p.g + p.G * B);  // a chain of n-1 waits
+      return -1;
+    case CollOpKind::kGather:
+    case CollOpKind::kScatter:
+      // the reverse of one another (thesis 5.3); flat as radix n
+      if (a == Algorithm::kBinomial) return kary_scatter(p, n, 1, bytes, 2);
+      if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_scatter(p, n, 1, bytes, n);
+      return -1;
+    case CollOpKind::kAlltoall: {
+      // every rank publishes its n blocks, then reads one from each peer; in
+      // the flat order all readers start at the same rank and queue there
+      const double common = n * p.G * B + p.L + p.o + (n - 1) * (p.g + p.G * B);
+      if (a == Algorithm::kPairwise) return common;
+      if (a == Algorithm::kFlat) return common + (n - 1) * p.g;
+      return -1;
+    }
+    case CollOpKind::kReduceScatterBlock:
+      // publish n blocks, fold this rank's block of every input
+      if (a == Algorithm::kFlat) return n * p.G * B + p.L + (n - 1) * (p.o + p.g + p.G * B);
+      return -1;
+    case CollOpKind::kScan:
+    case CollOpKind::kExscan:
+      if (a == Algorithm::kLinear) return (n - 1) * (p.L + p.o + p.g + p.G * B);  // the last rank waits for all
+      if (a == Algorithm::kRecursiveDoubling) return l2 * (p.L + p.o + p.g + p.G * B);
       return -1;
     default:
       return -1;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/system_mpi.hpp"
+#include "coll/trees.hpp"
 #include "pack/cpu_pack.hpp"
 #include "type/registry.hpp"
 
@@ -66,11 +67,29 @@ namespace {
 
 class Barrier final : public CollOp {
  public:
-  Barrier(std::shared_ptr<CommState> st, bool flat) : CollOp(std::move(st), 1), flat_(flat) {}
+  Barrier(std::shared_ptr<CommState> st, Algorithm a) : CollOp(std::move(st), 1), alg_(a) {}
 
  private:
   bool uses_scratch() const override { return false; }
-  bool advance() override { return flat_ ? flat() : dissemination(); }
+  bool advance() override {
+    if (alg_ == Algorithm::kFlat) return flat();
+    if (alg_ == Algorithm::kDissemination) return dissemination();
+    return knomial(radix_of(alg_));
+  }
+
+  // a parent pulls its children's arrival (their `ready` at phase 0: each
+  // rank's own line, written by it alone), then announces its subtree's; the
+  // root releases everyone at phase 1 (one line all read)
+  bool knomial(int k) {
+    if (phase_ == 0) {
+      for (int c; (c = knomial_child(me(), n(), k, index_)) >= 0; ++index_)
+        if (!ready(c, 0)) return false;
+      publish(me() == 0 ? 1 : 0);
+      if (me() == 0) return true;
+      phase_ = 1;
+    }
+    return ready(0, 1);
+  }
 
   // round k: signal rank me+2^k, wait for rank me-2^k (the only writer of in[k])
   bool dissemination() {
@@ -101,7 +120,7 @@ class Barrier final : public CollOp {
     }
     return ready(0, 0);
   }
-  bool flat_;
+  Algorithm alg_;
 };
 
 // The bytes travel packed: the user's buffer itself when the type is
@@ -163,8 +182,10 @@ class Bcast final : public CollOp {
 }  // namespace
 
 std::unique_ptr<CollOp> make_barrier(std::shared_ptr<CommState> st, Algorithm a) {
-  if (a != Algorithm::kDissemination && a != Algorithm::kFlat) return nullptr;
-  return std::make_unique<Barrier>(std::move(st), a == Algorithm::kFlat);
+  if (a != Algorithm::kDissemination && a != Algorithm::kFlat && a != Algorithm::kKnomial4 &&
+      a != Algorithm::kKnomial8)
+    return nullptr;
+  return std::make_unique<Barrier>(std::move(st), a);
 }
 
 std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, void* buf, int count,

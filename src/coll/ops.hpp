@@ -37,7 +37,18 @@ enum class Algorithm {
   kRing,           // allgather: n-1 steps, each rank reads from its left neighbour
   kPairwise,       // alltoall: step k reads from rank me-k
   kLinear,         // scan / exscan: rank i waits for rank i-1's prefix
+  // K-nomial trees of radix 4 and 8 (coll/trees.hpp): a parent pulls its
+  // children's arrival / parts (barrier, reduce; allreduce: then every rank
+  // reads the root's result). Fewer levels than the binomial tree for the
+  // latency-bound sizes, at k-1 reads per level.
+  kKnomial4,
+  kKnomial8,
 };
+
+// The radix of a K-nomial algorithm (2 for the binomial ones).
+inline int radix_of(Algorithm a) {
+  return a == Algorithm::kKnomial4 ? 4 : a == Algorithm::kKnomial8 ? 8 : 2;
+}
 
 class CollOp : public transport::Operation {
  public:

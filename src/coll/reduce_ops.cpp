@@ -151,15 +151,46 @@ class TreeAllreduce final : public ChunkedReduction {
   }
 };
 
+// Allreduce for the latency-bound sizes: a K-nomial reduce to rank 0 (a
+// parent pulls each child's part, ascending, from its region 0), then every
+// rank reads rank 0's result (phase 1) -- log_k(n) levels and one read,
+// where recursive doubling takes log2(n) rounds of exchanges.
+class KnomialAllreduce final : public ChunkedReduction {
+ public:
+  KnomialAllreduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count,
+                   const Reducer& r, const void* in, void* out, int k)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), k_(k) {}
+
+ private:
+  bool advance() override {
+    char* acc = out();
+    if (phase_ == 0) {
+      if (in_ != out_) std::memcpy(acc, in(), bytes());
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      if (!fold_children(me(), 0, acc, 0, k_)) return false;
+      Seg::put(region(me(), 0), acc, bytes());
+      publish(me() == 0 ? 1 : 0);
+      if (me() == 0) return true;
+      phase_ = 2;
+    }
+    if (!ready(0, 1)) return false;
+    Seg::get(acc, region(0, 0), bytes());
+    return true;
+  }
+  int k_;
+};
+
 // Reduce: binomial tree rooted at `root` for a commutative op, at rank 0 for
 // a non-commutative one (subtrees are then contiguous rank ranges), whose
-// result the root then reads (region 1). Flat: the root folds all inputs in
-// rank order.
+// result the root then reads (region 1); the K-nomial trees likewise with
+// radix k. Flat: the root folds all inputs in rank order.
 class Reduce final : public ChunkedReduction {
  public:
   Reduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count, const Reducer& r,
-         const void* in, void* out, int root, bool flat)
-      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root), flat_(flat) {}
+         const void* in, void* out, int root, bool flat, int k)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root), flat_(flat), k_(k) {}
 
  private:
   bool advance() override { return flat_ ? flat() : tree(); }
@@ -168,7 +199,7 @@ class Reduce final : public ChunkedReduction {
     const int vr = (me() - tree_root + n()) % n();
     char* acc = me() == root_ ? out() : st_->acc.data();
     if (phase_ == 0) {
-      if (!has_children(vr, n()) && vr != 0) {  // a leaf publishes its input as it is
+      if (knomial_child(vr, n(), k_, 0) < 0 && vr != 0) {  // a leaf publishes its input as it is
         Seg::put(region(me(), 0), in(), bytes());
         publish(0);
         phase_ = 2;
@@ -178,7 +209,7 @@ class Reduce final : public ChunkedReduction {
       }
     }
     if (phase_ == 1) {
-      if (!fold_children(vr, tree_root, acc, 0)) return false;
+      if (!fold_children(vr, tree_root, acc, 0, k_)) return false;
       phase_ = 2;
       if (vr != 0) {
         Seg::put(region(me(), 0), acc, bytes());
@@ -213,6 +244,7 @@ class Reduce final : public ChunkedReduction {
   }
   int root_;
   bool flat_;
+  int k_;
 };
 
 }  // namespace
@@ -230,6 +262,9 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
       return build<ReduceScatterAllgather>(std::move(st), 2, count, r, in, out);
     case Algorithm::kTree:
       return build<TreeAllreduce>(std::move(st), 2, count, r, in, out);
+    case Algorithm::kKnomial4:
+    case Algorithm::kKnomial8:
+      return build<KnomialAllreduce>(std::move(st), 1, count, r, in, out, radix_of(a));
     default:
       return nullptr;
   }
@@ -237,8 +272,10 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
 
 std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                     const Reducer& r, int root) {
-  if (count <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat)) return nullptr;
-  return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat);
+  if (count <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kKnomial4 &&
+                     a != Algorithm::kKnomial8))
+    return nullptr;
+  return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat, radix_of(a));
 }
 
 }  // namespace dtmpi::coll

@@ -28,26 +28,10 @@ struct Table {
   bool any = false;
 };
 
-Algorithm parse_alg(const std::string& s) {
-  if (s == "dissemination") return Algorithm::kDissemination;
-  if (s == "flat") return Algorithm::kFlat;
-  if (s == "binomial") return Algorithm::kBinomial;
-  if (s == "recdbl") return Algorithm::kRecursiveDoubling;
-  if (s == "rsag") return Algorithm::kReduceScatterAllgather;
-  if (s == "tree") return Algorithm::kTree;
-  if (s == "ring") return Algorithm::kRing;
-  if (s == "pairwise") return Algorithm::kPairwise;
-  if (s == "linear") return Algorithm::kLinear;
-  return Algorithm::kSystem;
-}
-
 Table read_table() {
   Table t;
   t.alg.fill(Algorithm::kSystem);
   const std::string& v = runtime::config().coll;
-  static const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",
-                               "scatter", "alltoall", "reduce_scatter_block", "scan",   "exscan"};
-  static_assert(sizeof kOps / sizeof kOps[0] == static_cast<size_t>(CollOpKind::kCount));
   // "tuned" first (it fills the ops not named), then the named ones
   bool tuned = false;
   for (size_t at = 0; at <= v.size();) {
@@ -62,8 +46,9 @@ Table read_table() {
     at = end + 1;
     const size_t colon = item.find(':');
     if (colon == std::string::npos) continue;
-    for (size_t i = 0; i < t.alg.size(); ++i)
-      if (item.substr(0, colon) == kOps[i]) t.alg[i] = parse_alg(item.substr(colon + 1));
+    // names as dtmpi-tune's table spells them (runtime/config.cpp validated them)
+    const auto op = op_from_name(item.substr(0, colon));
+    if (op) t.alg[static_cast<size_t>(*op)] = algorithm_from_name(item.substr(colon + 1)).value_or(Algorithm::kSystem);
   }
   for (Algorithm a : t.alg) t.any = t.any || a != Algorithm::kSystem;
   return t;

@@ -83,4 +83,13 @@ std::vector<int> knomial_children(int v, int n, int k) {
   return out;
 }
 
+int knomial_child(int v, int n, int k, int i) {
+  if (i < 0 || k < 2) return -1;
+  const int64_t limit = knomial_subtree_size(v, n, k);
+  int64_t place = 1;
+  for (int j = i / (k - 1); j > 0 && place < limit; --j) place *= k;
+  const int64_t offset = (i % (k - 1) + 1) * place;
+  return offset < limit ? static_cast<int>(v + offset) : -1;
+}
+
 }  // namespace dtmpi::coll

@@ -19,6 +19,10 @@ int kary_parent(int v, int n, int k);  // -1 for the root
 // every position j below that digit (every position for the root).
 std::vector<int> knomial_children(int v, int n, int k);
 int knomial_parent(int v, int k);  // -1 for the root
+// Child i of v in ascending order (i = 0, 1, ...; -1 past the last): the
+// order in which a non-commutative reduction folds the children's ranges,
+// which follow v's own rank contiguously. No allocation (called while polling).
+int knomial_child(int v, int n, int k, int i);
 // The subtree of v: [v, v + subtree_size) (contiguous in both trees).
 int kary_subtree_size(int v, int n, int k);
 int knomial_subtree_size(int v, int n, int k);

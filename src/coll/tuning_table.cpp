@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "base/json.hpp"
+#include "coll/model.hpp"
 #include "runtime/config.hpp"
 
 namespace dtmpi::coll {
@@ -24,9 +26,14 @@ constexpr Named kAlgorithms[] = {
     {Algorithm::kSystem, "system"},          {Algorithm::kDissemination, "dissemination"},
     {Algorithm::kFlat, "flat"},              {Algorithm::kBinomial, "binomial"},
     {Algorithm::kRecursiveDoubling, "recdbl"}, {Algorithm::kReduceScatterAllgather, "rsag"},
-    {Algorithm::kTree, "tree"},
+    {Algorithm::kTree, "tree"},              {Algorithm::kRing, "ring"},
+    {Algorithm::kPairwise, "pairwise"},      {Algorithm::kLinear, "linear"},
+    {Algorithm::kKnomial4, "knomial4"},      {Algorithm::kKnomial8, "knomial8"},
 };
-constexpr const char* kOps[] = {"barrier", "bcast", "allreduce", "reduce"};
+// In CollOpKind's order.
+constexpr const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",
+                                "scatter", "alltoall", "reduce_scatter_block", "scan",   "exscan"};
+static_assert(sizeof kOps / sizeof kOps[0] == static_cast<size_t>(CollOpKind::kCount));
 
 double log2_ratio(double a, double b) { return std::fabs(std::log2(std::max(a, 1.0) / std::max(b, 1.0))); }
 
@@ -128,6 +135,11 @@ bool from_json(const std::string& text, TuningTable& out, std::string* why) {
     const auto o = op_from_name(op->text);
     const auto a = algorithm_from_name(alg->text);
     if (!o || !a) return fail("an entry names an unknown operation or algorithm");
+    // a table from another version must not hand an operation an algorithm
+    // that does not implement it (it would fall back silently on every call)
+    const auto implements = algorithms_for(*o);
+    if (*a != Algorithm::kSystem && std::find(implements.begin(), implements.end(), *a) == implements.end())
+      return fail("an entry names an algorithm its operation does not have");
     if (bytes->number < 0 || ranks->number < 1) return fail("an entry with a negative size or no ranks");
     te.key.op = *o;
     te.algorithm = *a;

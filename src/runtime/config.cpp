@@ -66,8 +66,9 @@ const std::vector<VariableDoc> kVariables = {
      "MPI calls"},
     {"DTMPI_COLL", "system",
      "collectives on a communicator of one node: system (the system MPI's), tuned (dtmpi's built-in choice per "
-     "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat, bcast:binomial|flat, "
-     "allreduce:recdbl|rsag|tree, reduce:binomial|flat, allgather:ring|recdbl|flat, gather:binomial|flat, "
+     "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat|knomial4|knomial8, "
+     "bcast:binomial|flat, allreduce:recdbl|rsag|tree|knomial4|knomial8, reduce:binomial|flat|knomial4|knomial8, "
+     "allgather:ring|recdbl|flat, gather:binomial|flat, "
      "scatter:binomial|flat, alltoall:pairwise|flat, reduce_scatter_block:flat, scan:linear|recdbl, "
      "exscan:linear|recdbl; any op:system) and optionally tuned for the ops not named "
      "-- docs/collectives.md"},

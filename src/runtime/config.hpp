@@ -99,10 +99,10 @@ const Config& config();
 // per operation: "op alg1 alg2 ..." (src/coll implements each).
 // (Constant data, not a std::vector: the environment may be read by another
 // library object's static constructor, before a vector here is built.)
-inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat system",
+inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 system",
                                                   "bcast binomial flat system",
-                                                  "allreduce recdbl rsag tree system",
-                                                  "reduce binomial flat system",
+                                                  "allreduce recdbl rsag tree knomial4 knomial8 system",
+                                                  "reduce binomial flat knomial4 knomial8 system",
                                                   "allgather ring recdbl flat system",
                                                   "gather binomial flat system",
                                                   "scatter binomial flat system",

@@ -54,6 +54,17 @@ TEST(CollTrees, KaryContiguousSubtreesHighestFirst) {
   EXPECT_EQ(kary_children(4, 7, 2), (std::vector<int>{6, 5}));
 }
 
+TEST(CollTrees, KnomialChildAscendingIsTheChildrenList) {
+  for (int k : {2, 4, 8})
+    for (int n = 1; n <= 64; ++n)
+      for (int v = 0; v < n; ++v) {
+        std::vector<int> want = knomial_children(v, n, k), got;
+        std::sort(want.begin(), want.end());
+        for (int i = 0, c; (c = knomial_child(v, n, k, i)) >= 0; ++i) got.push_back(c);
+        EXPECT_EQ(got, want) << "k " << k << " n " << n << " v " << v;
+      }
+}
+
 TEST(CollTrees, KnomialRadixTwoIsTheBinomialTree) {
   for (int n = 1; n <= 64; ++n)
     for (int k : {2, 4, 8})
@@ -109,6 +120,20 @@ TEST(CollModel, RankingFollowsTheParameters) {
   // trip, dissemination once each arrival costs a gap comparable to it
   EXPECT_EQ(ranked(latency, CollOpKind::kBarrier, 16, 0).front(), Algorithm::kFlat);
   EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kBarrier, 16, 0).front(), Algorithm::kDissemination);
+  // allgather: the flat read of all blocks while a gap is cheap, the
+  // log-depth exchange once each read costs a gap comparable to a round trip;
+  // the linear scan's chain of n-1 waits loses to log2(n) rounds
+  EXPECT_EQ(ranked(latency, CollOpKind::kAllgather, 16, 8).front(), Algorithm::kFlat);
+  EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAllgather, 16, 8).front(), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(ranked(latency, CollOpKind::kScan, 16, 8).front(), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(ranked(latency, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kPairwise);
+  EXPECT_EQ(ranked(bandwidth, CollOpKind::kScatter, 16, 1 << 20).front(), Algorithm::kFlat);
+  for (int op = 0; op < static_cast<int>(CollOpKind::kCount); ++op) {
+    const auto kind = static_cast<CollOpKind>(op);
+    EXPECT_FALSE(algorithms_for(kind).empty()) << op;
+    for (Algorithm a : algorithms_for(kind)) EXPECT_GE(predict(latency, kind, a, 4, 64), 0) << op;
+    EXPECT_LT(predict(latency, kind, Algorithm::kSystem, 4, 64), 0);  // only measured
+  }
   for (CollOpKind op : {CollOpKind::kBarrier, CollOpKind::kBcast, CollOpKind::kAllreduce, CollOpKind::kReduce}) {
     EXPECT_FALSE(algorithms_for(op).empty());
     for (Algorithm a : algorithms_for(op)) EXPECT_GE(predict(latency, op, a, 4, 64), 0);
@@ -159,6 +184,8 @@ TEST(CollTable, JsonRoundTripAndClosestMatch) {
   // what is not such a table
   for (const char* bad : {"", "[]", "{\"entries\": []}", "{\"dtmpi_coll_table\": 2, \"entries\": []}",
                           "{\"dtmpi_coll_table\": 1, \"entries\": [{\"op\": \"scan\", \"algorithm\": \"flat\", "
+                          "\"bytes\": 8, \"ranks\": 2}]}",  // scan has no flat algorithm
+                          "{\"dtmpi_coll_table\": 1, \"entries\": [{\"op\": \"sort\", \"algorithm\": \"flat\", "
                           "\"bytes\": 8, \"ranks\": 2}]}",
                           "{\"dtmpi_coll_table\": 1, \"entries\": [{\"op\": \"bcast\", \"algorithm\": \"best\", "
                           "\"bytes\": 8, \"ranks\": 2}]}"})
