@@ -33,6 +33,11 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  blocking and overlapped by the staged path (plain MPI) and by the device path
                  (libdtmpi preloaded, --path device), then dtmpi-bench stencil --gpu (CUDA graphs
                  off / on, against the packed-bytes limit and the plain-MPI halo)
+  coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
+                 tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
+                 flight), the exhaustive search on 4 ranks (claim C17), then dtmpi-bench coll at 2, 4,
+                 8 and 16 ranks with DTMPI_COLL=tuned reading that table (its quick form: 8 B-64 KiB;
+                 the tuner's log has every size to 16 MiB beside the system MPI's time)
   scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
                  in its quick form (1 B-1 GiB in powers of 4, 3 repetitions; under 4 minutes on one
                  H100): JSON, summary and figures into $OUT/scope/, the tables printed (bandwidth
@@ -42,7 +47,7 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma stencil "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma stencil coll "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -94,6 +99,25 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     $build/tests/test_gpu_pack --gtest_filter=-GpuPack.LargeObjects > "$out/memcheck.log" 2>&1
   echo "memcheck exit $? ($(grep -c 'Invalid' "$out/memcheck.log") invalid accesses reported)"
   tail -3 "$out/memcheck.log"
+fi
+
+if [ "$what" = coll ]; then
+  step "dtmpi's collectives on $(nproc) cores: dtmpi-tune, then dtmpi-bench coll with its table"
+  cmake --build $build -j "$(nproc)" --target dtmpi dtmpi-tune dtmpi-bench > "$out/build-coll.log" 2>&1 \
+    || { grep -E "error" -A5 "$out/build-coll.log" | head -40; exit 1; }
+  ranks=$(( $(nproc) < 16 ? $(nproc) : 16 ))
+  table="$out/coll-table.json"
+  timeout 300 mpiexec -n $ranks --bind-to core $build/tools/dtmpi-tune $quick --out "$table" 2>&1 \
+    | tee "$out/coll-tune.txt" | grep -E "LogGP|wrote|limit"
+  timeout 120 mpiexec -n 4 --bind-to core $build/tools/dtmpi-tune --quick --exhaustive --blocking-only \
+    --out "$out/coll-exhaustive-4.json" 2>&1 | tee "$out/coll-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
+  for n in 2 4 8 16; do
+    [ $n -gt "$ranks" ] && break
+    step "dtmpi-bench coll on $n ranks (tuned = the table above)"
+    DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 mpiexec -n $n --bind-to core \
+      $build/bench/dtmpi-bench coll --quick > "$out/coll-bench-$n.txt" 2>&1
+    grep -E "^[a-z]|^ +8 " "$out/coll-bench-$n.txt" | head -40
+  done
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
