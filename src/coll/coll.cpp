@@ -61,7 +61,7 @@ bool reducer_for(MPI_Datatype type, MPI_Op op, Reducer& r) {
   REAL(MPI_Type_get_true_extent)(type, &tlb, &textent);
   if (size <= 0 || tlb != 0 || textent != size || extent != size) return false;
   if (REAL(MPI_Op_commutative)(op, &commute) != MPI_SUCCESS) return false;
-  r = Reducer{type, op, commute != 0, size};
+  r = Reducer{type, op, commute != 0, size, local_reduce_for(op, type)};
   return true;
 }
 

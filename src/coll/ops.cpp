@@ -51,10 +51,18 @@ Status run_blocking(CollOp& op) {
 }
 
 int Reducer::left(const void* l, void* acc, int64_t count) const {
+  if (local) {
+    local(l, acc, count);
+    return MPI_SUCCESS;
+  }
   return REAL(MPI_Reduce_local)(l, acc, static_cast<int>(count), type, op);
 }
 
 int Reducer::right(void* acc, const void* r, int64_t count, char* tmp) const {
+  if (commutative && local) {
+    local(r, acc, count);
+    return MPI_SUCCESS;
+  }
   if (commutative) return REAL(MPI_Reduce_local)(r, acc, static_cast<int>(count), type, op);
   const size_t bytes = static_cast<size_t>(count * elem);
   std::memcpy(tmp, r, bytes);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "coll/comm_state.hpp"
+#include "coll/local_reduce.hpp"
 #include "transport/engine.hpp"
 
 namespace dtmpi::coll {
@@ -91,14 +92,16 @@ class CollOp : public transport::Operation {
   bool entered_ = false, done_ = false;
 };
 
-// The element-wise combination of a reduction, through the system MPI's
-// MPI_Reduce_local (every predefined op, user ops; MPI's order rules: the
-// left operand is the lower ranks' part).
+// The element-wise combination of a reduction: dtmpi's own kernel for the
+// common predefined (op, type) pairs (coll/local_reduce.hpp), else the system
+// MPI's MPI_Reduce_local (every predefined op, user ops). MPI's order rules:
+// the left operand is the lower ranks' part.
 struct Reducer {
   MPI_Datatype type;
   MPI_Op op;
   bool commutative;
   int64_t elem;  // bytes of one element
+  LocalReduceFn local = nullptr;
   // acc = left op acc
   int left(const void* left, void* acc, int64_t count) const;
   // acc = acc op right (through `tmp` unless commutative)
