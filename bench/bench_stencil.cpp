@@ -1,6 +1,6 @@
 // dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P]
 //                     [--iters K] [--samples S] [--path auto|staged|device] [--graphs on|off|both]
-//                     [--shm on|off|both] [--no-overlap] [--no-placement] [--no-halo]
+//                     [--shm on|off|both] [--no-overlap] [--progress P] [--no-placement] [--no-halo]
 //
 // The exchange of a dtmpi::stencil domain (include/dtmpi/stencil.hpp), per
 // iteration: N^3 points per subdomain, P subdomains per rank, radius R on
@@ -22,7 +22,7 @@
 // the interior compute alone (a radius-R star -- 6R+1 points -- over the
 // interior of every quantity of every subdomain, current() into next()),
 // the exchange alone, and start_exchange() + that compute (progress() after
-// every plane) + finish_exchange(); hidden = (exchange + compute -
+// every P planes, default 1; 0: never) + finish_exchange(); hidden = (exchange + compute -
 // overlapped) / exchange, the share of the exchange the compute covered.
 // Times are per exchange, the slowest rank, the median of S samples of K
 // exchanges. One exchange is checked first: every ghost point must hold its
@@ -61,6 +61,7 @@ constexpr int kBoth = 2;  // --graphs both, --shm both
 struct Options {
   bool gpu = false, placement = true, halo = true, overlap = true;
   int shm = kBoth;  // host memory: 0 messages, 1 shared memory, kBoth
+  int progress = 1;  // overlap rows: planes of interior compute between progress() calls; 0 never
   int extent = 0, radius = 3, quantities = 8, elem = 8, per_rank = 1, iters = 20, samples = 5;
   st::PeerPath path = st::PeerPath::kAuto;
   int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kBoth
@@ -306,9 +307,12 @@ int run(const Options& o, int me, int size) {
     if (!o.gpu && o.overlap && o.elem == 8) {
       ones(o, d);
       row.compute = slowest_median(o, [&] { interior_compute(o, d, [] {}); });
+      int planes = 0;
       row.overlapped = slowest_median(o, [&] {
         d.start_exchange();
-        interior_compute(o, d, [&] { d.progress(); });
+        interior_compute(o, d, [&] {
+          if (o.progress > 0 && ++planes % o.progress == 0) d.progress();
+        });
         d.finish_exchange();
       });
     }
@@ -338,7 +342,8 @@ int run(const Options& o, int me, int size) {
     std::printf("  (%d samples of %d exchanges; one exchange checked: every ghost right)\n", o.samples, o.iters);
     if (rows.front().compute > 0) {
       std::printf("\n  overlap: interior compute = radius-%d star (%d points) over interior() of %d quantities, "
-                  "progress() after every plane\n", o.radius, 6 * o.radius + 1, o.quantities);
+                  "progress() %s\n", o.radius, 6 * o.radius + 1, o.quantities,
+                  o.progress == 0 ? "never" : ("every " + std::to_string(o.progress) + " plane(s)").c_str());
       std::printf("  %-14s %12s %12s %16s %8s\n", "peers of node", "exchange ms", "compute ms", "start+comp+fin ms",
                   "hidden");
       for (const Row& row : rows) {
@@ -397,6 +402,12 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--per-rank") ok = num(o.per_rank);
     else if (a == "--iters") ok = num(o.iters);
     else if (a == "--samples") ok = num(o.samples);
+    else if (a == "--progress" && i + 1 < argc) {
+      char* end = nullptr;
+      const long x = std::strtol(argv[++i], &end, 10);
+      o.progress = static_cast<int>(x);
+      ok = *end == 0 && x >= 0 && x < (1 << 20);
+    }
     else if (a == "--path" && i + 1 < argc) {
       const std::string p = argv[++i];
       o.path = p == "auto" ? st::PeerPath::kAuto : p == "staged" ? st::PeerPath::kStaged : st::PeerPath::kDevice;

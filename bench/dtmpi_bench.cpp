@@ -103,6 +103,7 @@ const std::vector<Command> kCommands = {
                      "default both)"},
       {"--no-overlap", nullptr, "host domains: skip the overlap rows (interior compute alone, exchange alone, "
                                 "start + compute + finish, the share of the exchange hidden)"},
+      {"--progress", "P", "overlap rows: progress() after every P planes of the interior compute (default 1; 0: never)"},
       {"--no-placement", nullptr, "keep the partition's order inside a node (set_placement(false))"},
       {"--no-halo", nullptr, "do not run the plain-MPI halo; print its command only"}}},
 };
