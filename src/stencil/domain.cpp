@@ -311,8 +311,14 @@ void DistributedDomain::realize() {
                                    " (its message says why)"
                                : named(local.error().what) + " (rank " + std::to_string(d.rank) + ")");
   }
-  // every rank got here (the allreduce above): the shared-memory decision is collective
-  check(connect_node_peers(d));
+  // every rank got here (the allreduce above): the shared-memory decision is
+  // collective; only a failed MPI call ends it early, and leaves nothing behind
+  if (Status shm = connect_node_peers(d); !shm) {
+    release_storage(d);
+    d.channels.reset();
+    d.realized = false;
+    fail(shm.error());
+  }
   check(DTMPI_MPI_STATUS(REAL(MPI_Comm_dup)(d.user_comm, &d.comm)));
   REAL(MPI_Comm_set_errhandler)(d.comm, MPI_ERRORS_RETURN);
 }
