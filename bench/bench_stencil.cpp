@@ -1,6 +1,6 @@
 // dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P]
 //                     [--iters K] [--samples S] [--path auto|staged|device] [--graphs on|off|both]
-//                     [--no-placement] [--no-halo]
+//                     [--shm on|off|both] [--no-overlap] [--progress P] [--no-placement] [--no-halo]
 //
 // The exchange of a dtmpi::stencil domain (include/dtmpi/stencil.hpp), per
 // iteration: N^3 points per subdomain, P subdomains per rank, radius R on
@@ -16,6 +16,14 @@
 //          (1 subdomain per rank, 8-byte elements), else the command to run.
 // --graphs both: the device exchange with and without CUDA graphs (the
 // pack / copy / unpack launches replayed, DTMPI_STENCIL_GRAPHS), in turn.
+// --shm (host memory; default both): the node's peers through shared memory
+// (set_host_shared_memory(true)) and by MPI messages, in turn.
+// Overlap (host memory, 8-byte elements as doubles; --no-overlap skips it):
+// the interior compute alone (a radius-R star -- 6R+1 points -- over the
+// interior of every quantity of every subdomain, current() into next()),
+// the exchange alone, and start_exchange() + that compute (progress() after
+// every P planes, default 1; 0: never) + finish_exchange(); hidden = (exchange + compute -
+// overlapped) / exchange, the share of the exchange the compute covered.
 // Times are per exchange, the slowest rank, the median of S samples of K
 // exchanges. One exchange is checked first: every ghost point must hold its
 // (wrapped) neighbour's value, else the run fails.
@@ -48,13 +56,16 @@ namespace {
 
 namespace st = dtmpi::stencil;
 
+constexpr int kBoth = 2;  // --graphs both, --shm both
+
 struct Options {
-  bool gpu = false, placement = true, halo = true;
+  bool gpu = false, placement = true, halo = true, overlap = true;
+  int shm = kBoth;  // host memory: 0 messages, 1 shared memory, kBoth
+  int progress = 1;  // overlap rows: planes of interior compute between progress() calls; 0 never
   int extent = 0, radius = 3, quantities = 8, elem = 8, per_rank = 1, iters = 20, samples = 5;
   st::PeerPath path = st::PeerPath::kAuto;
-  int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kGraphsBoth
+  int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kBoth
 };
-constexpr int kGraphsBoth = 2;
 
 template <int kBytes>
 struct Element {
@@ -174,6 +185,48 @@ double limit(const Options& o, int64_t bytes, std::string& how) {
 #endif
 }
 
+// The interior compute of the overlap rows: next = a radius-R star of
+// current over interior() of every quantity (read as doubles), `between`
+// after every plane (progress() while an exchange is in flight).
+void interior_compute(const Options& o, st::DistributedDomain& d, const std::function<void()>& between) {
+  const int r = o.radius;
+  const double w0 = 0.25, wk = 0.75 / (6.0 * r);  // weights summing to 1: values stay 1
+  for (const st::Subdomain& s : d.subdomains())
+    for (int q = 0; q < o.quantities; ++q) {
+      const auto in = s.current(st::Quantity<double>{q});
+      const auto out = s.next(st::Quantity<double>{q});
+      const st::Box b = s.interior();
+      for (int64_t z = b.lo.z; z < b.hi.z; ++z) {
+        for (int64_t y = b.lo.y; y < b.hi.y; ++y)
+          for (int64_t x = b.lo.x; x < b.hi.x; ++x) {
+            double acc = w0 * in(x, y, z);
+            for (int k = 1; k <= r; ++k)
+              acc += wk * (in(x - k, y, z) + in(x + k, y, z) + in(x, y - k, z) + in(x, y + k, z) + in(x, y, z - k) +
+                           in(x, y, z + k));
+            out(x, y, z) = acc;
+          }
+        between();
+      }
+    }
+}
+
+// Every point of both copies of every quantity 1.0: finite, normal doubles
+// for the compute (the checked exchange left arbitrary bytes).
+void ones(const Options& o, st::DistributedDomain& d) {
+  for (const st::Subdomain& s : d.subdomains())
+    for (int q = 0; q < o.quantities; ++q) {
+      const int64_t n = s.pitch(q) * s.allocated().size().y * s.allocated().size().z / 8;
+      std::fill_n(static_cast<double*>(s.current_data(q)), n, 1.0);
+      std::fill_n(static_cast<double*>(s.next_data(q)), n, 1.0);
+    }
+}
+
+// One row of the results: a domain's exchange, and its overlap where measured.
+struct Row {
+  std::string label;
+  double exchange = 0, compute = 0, overlapped = 0;  // s per exchange; compute 0: overlap not measured
+};
+
 // The global extent whose partition gives every subdomain N^3 points: the
 // grid the partition chooses for a cube (the same rule, nodes x subdomains
 // per node), scaled by N; checked, since a split of the scaled extent could
@@ -212,17 +265,20 @@ int run(const Options& o, int me, int size) {
     if (me == 0) std::fprintf(stderr, "dtmpi-bench stencil: %s\n", why.c_str());
     return 2;
   }
-  // one domain per CUDA-graph setting measured (--graphs both: off, then on)
+  // one domain per setting measured: CUDA graphs on the GPU (--graphs both:
+  // off, then on), shared memory or messages on the host (--shm both: shared
+  // memory, then messages)
   std::vector<int> settings{o.graphs};
-  if (!o.gpu) settings = {-1};  // graphs record device launches: nothing to record on the host
-  else if (o.graphs == kGraphsBoth) settings = {0, 1};
-  std::vector<double> times;
+  if (!o.gpu) settings = o.shm == kBoth ? std::vector<int>{1, 0} : std::vector<int>{o.shm};
+  else if (o.graphs == kBoth) settings = {0, 1};
+  std::vector<Row> rows;
   int64_t mine = 0, most = 0;
-  for (int graphs : settings) {
+  for (int setting : settings) {
     st::DistributedDomain d(MPI_COMM_WORLD, extent);
     d.set_radius(o.radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
     if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path);
-    if (graphs >= 0) d.set_cuda_graphs(graphs == 1);
+    if (o.gpu && setting >= 0) d.set_cuda_graphs(setting == 1);
+    if (!o.gpu) d.set_host_shared_memory(setting == 1);
     switch (o.elem) {
       case 1: add_quantities<1>(d, o.quantities); break;
       case 2: add_quantities<2>(d, o.quantities); break;
@@ -240,34 +296,67 @@ int run(const Options& o, int me, int size) {
       return 1;
     }
     const st::ExchangeStats x = d.stats();
-    mine = x.mpi_bytes + x.local_bytes;
+    mine = x.mpi_bytes + x.shm_bytes + x.local_bytes;
     MPI_Allreduce(&mine, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    times.push_back(slowest_median(o, [&] { d.exchange(); }));
-    if (me == 0 && times.size() == 1) {
+    Row row;
+    if (o.gpu) row.label = std::string("dtmpi::stencil exchange()") + (d.cuda_graphs() ? ", CUDA graphs" : ", no graphs");
+    else
+      row.label = std::string("dtmpi::stencil exchange(), ") +
+                  (setting == 0 ? "messages" : x.shm_bytes > 0 ? "shared memory" : "shm (no node peer)");
+    row.exchange = slowest_median(o, [&] { d.exchange(); });
+    if (!o.gpu && o.overlap && o.elem == 8) {
+      ones(o, d);
+      row.compute = slowest_median(o, [&] { interior_compute(o, d, [] {}); });
+      int planes = 0;
+      row.overlapped = slowest_median(o, [&] {
+        d.start_exchange();
+        interior_compute(o, d, [&] {
+          if (o.progress > 0 && ++planes % o.progress == 0) d.progress();
+        });
+        d.finish_exchange();
+      });
+    }
+    rows.push_back(row);
+    if (me == 0 && rows.size() == 1) {
       std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d, "
                   "%d quantities of %d B; %s memory, messages %s\n",
                   size, nodes, o.extent, o.per_rank, text(d.grid()).c_str(), text(extent).c_str(), o.radius,
                   o.quantities, o.elem, o.gpu ? "device" : "host", st::to_string(x.peer_path));
       std::printf("  %s\n", d.describe().c_str());
-      std::printf("  halo bytes per exchange (busiest rank): %lld (rank 0: %lld in %lld message(s), %lld copied "
-                  "locally)\n", static_cast<long long>(most), static_cast<long long>(x.mpi_bytes),
-                  static_cast<long long>(x.messages), static_cast<long long>(x.local_bytes));
+      std::printf("  halo bytes per exchange (busiest rank): %lld (rank 0: %lld in %lld message(s), %lld in shared "
+                  "memory, %lld copied locally)\n", static_cast<long long>(most), static_cast<long long>(x.mpi_bytes),
+                  static_cast<long long>(x.messages), static_cast<long long>(x.shm_bytes),
+                  static_cast<long long>(x.local_bytes));
     }
-    if (o.gpu) settings[times.size() - 1] = d.cuda_graphs() ? 1 : 0;  // what the domain did
   }
   std::string how;
   const double lim = limit(o, mine, how);
   if (me == 0) {
     std::printf("  %-44s %12s %10s %9s\n", "per exchange (slowest rank, median)", "ms", "GB/s", "x limit");
-    for (size_t i = 0; i < times.size(); ++i) {
-      const double t = times[i];
-      const std::string row = std::string("dtmpi::stencil exchange()") +
-                              (o.gpu ? (settings[i] == 1 ? ", CUDA graphs" : ", no graphs") : "");
-      std::printf("  %-44s %12.4f %10.2f %8.2fx\n", row.c_str(), 1e3 * t, t > 0 ? most / t / 1e9 : 0.0,
+    for (const Row& row : rows) {
+      const double t = row.exchange;
+      std::printf("  %-44s %12.4f %10.2f %8.2fx\n", row.label.c_str(), 1e3 * t, t > 0 ? most / t / 1e9 : 0.0,
                   lim > 0 ? t / lim : 0.0);
     }
     std::printf("  %-44s %12.4f %10.2f\n", ("limit: one " + how).c_str(), 1e3 * lim, lim > 0 ? most / lim / 1e9 : 0.0);
     std::printf("  (%d samples of %d exchanges; one exchange checked: every ghost right)\n", o.samples, o.iters);
+    if (rows.front().compute > 0) {
+      std::printf("\n  overlap: interior compute = radius-%d star (%d points) over interior() of %d quantities, "
+                  "progress() %s\n", o.radius, 6 * o.radius + 1, o.quantities,
+                  o.progress == 0 ? "never" : ("every " + std::to_string(o.progress) + " plane(s)").c_str());
+      std::printf("  %-14s %12s %12s %16s %8s\n", "peers of node", "exchange ms", "compute ms", "start+comp+fin ms",
+                  "hidden");
+      for (const Row& row : rows) {
+        const double hidden = (row.exchange + row.compute - row.overlapped) / row.exchange;
+        std::printf("  %-14s %12.4f %12.4f %16.4f %7.0f%%\n",
+                    row.label.substr(row.label.rfind(", ") + 2).c_str(), 1e3 * row.exchange, 1e3 * row.compute,
+                    1e3 * row.overlapped, 100 * hidden);
+      }
+    } else if (!o.gpu && o.overlap) {
+      std::printf("  (overlap measured with 8-byte elements only: --elem 8)\n");
+    } else if (o.gpu) {
+      std::printf("  (overlap: host memory only; on the GPU the interior is the program's kernel: heat3d --gpu --overlap)\n");
+    }
   }
   // the plain-MPI halo of the same block, where it is the same exchange
   const std::string sz = std::to_string(o.extent), r = std::to_string(o.radius), q = std::to_string(o.quantities),
@@ -304,6 +393,7 @@ bool parse(int argc, char** argv, Options& o) {
     bool ok = true;
     if (a == "--gpu") o.gpu = true;
     else if (a == "--no-placement") o.placement = false;
+    else if (a == "--no-overlap") o.overlap = false;
     else if (a == "--no-halo") o.halo = false;
     else if (a == "--extent") ok = num(o.extent);
     else if (a == "--radius") ok = num(o.radius);
@@ -312,13 +402,23 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--per-rank") ok = num(o.per_rank);
     else if (a == "--iters") ok = num(o.iters);
     else if (a == "--samples") ok = num(o.samples);
+    else if (a == "--progress" && i + 1 < argc) {
+      char* end = nullptr;
+      const long x = std::strtol(argv[++i], &end, 10);
+      o.progress = static_cast<int>(x);
+      ok = *end == 0 && x >= 0 && x < (1 << 20);
+    }
     else if (a == "--path" && i + 1 < argc) {
       const std::string p = argv[++i];
       o.path = p == "auto" ? st::PeerPath::kAuto : p == "staged" ? st::PeerPath::kStaged : st::PeerPath::kDevice;
       ok = p == "auto" || p == "staged" || p == "device";
     } else if (a == "--graphs" && i + 1 < argc) {
       const std::string g = argv[++i];
-      o.graphs = g == "on" ? 1 : g == "off" ? 0 : kGraphsBoth;
+      o.graphs = g == "on" ? 1 : g == "off" ? 0 : kBoth;
+      ok = g == "on" || g == "off" || g == "both";
+    } else if (a == "--shm" && i + 1 < argc) {
+      const std::string g = argv[++i];
+      o.shm = g == "on" ? 1 : g == "off" ? 0 : kBoth;
       ok = g == "on" || g == "off" || g == "both";
     } else ok = false;
     if (!ok) {

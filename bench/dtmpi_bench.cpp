@@ -90,7 +90,8 @@ const std::vector<Command> kCommands = {
     {"stencil", "mpiexec -n N dtmpi-bench stencil",
      "the exchange of a dtmpi::stencil domain (periodic, 26 directions) per iteration, checked once, vs the "
      "packed-bytes limit (its halo bytes in one contiguous memcpy / cudaMemcpy device to device) as a ratio, and "
-     "the plain-MPI halo of the same block (dtmpi-bench halo --only isend, in this run where comparable)",
+     "the plain-MPI halo of the same block (dtmpi-bench halo --only isend, in this run where comparable); host "
+     "domains by shared memory and by messages, each with its overlap of exchange and interior compute",
      {{"--gpu", nullptr, "device memory (needs a CUDA build and a GPU; exits 77 without one)"},
       {"--extent", "N", "N^3 points per subdomain (default 256 with --gpu, else 32)"},
       {"--radius", "R", "ghost width on every side (default 3)"},
@@ -102,6 +103,11 @@ const std::vector<Command> kCommands = {
       {"--path", "WHICH", "device domains: auto, staged or device (PeerPath; default auto)"},
       {"--graphs", "G", "device domains: on, off or both (CUDA graphs for the pack/copy/unpack launches; default: "
                         "DTMPI_STENCIL_GRAPHS)"},
+      {"--shm", "S", "host domains: on, off or both (the node's peers through shared memory or by MPI messages; "
+                     "default both)"},
+      {"--no-overlap", nullptr, "host domains: skip the overlap rows (interior compute alone, exchange alone, "
+                                "start + compute + finish, the share of the exchange hidden)"},
+      {"--progress", "P", "overlap rows: progress() after every P planes of the interior compute (default 1; 0: never)"},
       {"--no-placement", nullptr, "keep the partition's order inside a node (set_placement(false))"},
       {"--no-halo", nullptr, "do not run the plain-MPI halo; print its command only"}}},
 };

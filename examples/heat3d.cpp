@@ -271,10 +271,10 @@ int run(const Options& o, int rank, int size) {
     std::printf("heat3d: %s: max relative error %.3g against the exact discrete solution\n", ok ? "PASSED" : "FAILED",
                 worst_all);
     std::printf("heat3d: %.4f s total, %.3f ms per step, exchange %.3f ms per step (%d exchanges; rank 0: %lld MPI "
-                "bytes in %lld messages + %lld bytes copied locally per exchange)\n",
+                "bytes in %lld messages + %lld bytes in shared memory + %lld bytes copied locally per exchange)\n",
                 elapsed, 1e3 * elapsed / std::max(o.steps, 1), 1e3 * exchange_max / std::max(o.steps, 1), o.substeps,
                 static_cast<long long>(x.mpi_bytes), static_cast<long long>(x.messages),
-                static_cast<long long>(x.local_bytes));
+                static_cast<long long>(x.shm_bytes), static_cast<long long>(x.local_bytes));
   }
   if (o.bench > 0) {
     d.exchange();  // warm
@@ -284,7 +284,7 @@ int run(const Options& o, int rank, int size) {
     double mine = (seconds() - b0) / o.bench, slowest = 0;
     MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const st::ExchangeStats x = d.stats();
-    int64_t bytes = x.mpi_bytes + x.local_bytes, most = 0;
+    int64_t bytes = x.mpi_bytes + x.shm_bytes + x.local_bytes, most = 0;
     MPI_Allreduce(&bytes, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
     // the packed-bytes limit: the same messages between the same ranks, from
     // and into contiguous host buffers, nothing packed or copied

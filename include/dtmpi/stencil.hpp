@@ -167,14 +167,21 @@ struct PeerTraffic {
   int rank = 0;  // in the domain's communicator
   int64_t send_bytes = 0, recv_bytes = 0;
   bool same_node = true;  // the peer shares this rank's node
+  // host domains: the bytes travel through the node's shared-memory segment
+  // (packed straight into the peer's buffer), not as an MPI message
+  bool shared_memory = false;
 };
 struct ExchangeStats {
   // in the order the messages are issued: other nodes' first, then the
   // node's; each group largest first
   std::vector<PeerTraffic> by_peer;
   int peers = 0;              // other ranks this rank exchanges with
-  int64_t messages = 0;       // MPI messages sent per exchange (one per peer)
+  int64_t messages = 0;       // MPI messages sent per exchange (one per peer not in shared memory)
   int64_t mpi_bytes = 0;      // bytes sent through MPI per exchange
+  int64_t shm_bytes = 0;      // bytes packed into peers' shared-memory buffers per exchange
+  // Counters over every exchange so far: peers' buffers this rank unpacked,
+  // by the way they came (which path really ran, for tests and benchmarks).
+  int64_t received_shm = 0, received_mpi = 0;
   int64_t local_copies = 0;   // same-rank region copies (all quantities of a direction each)
   int64_t local_bytes = 0;    // bytes copied between this rank's own subdomains
   PeerPath peer_path = PeerPath::kHost;  // how the MPI messages travel (kStaged or kDevice for device memory)
@@ -218,6 +225,12 @@ class DistributedDomain {
   // 4.5.6); default DTMPI_STENCIL_GRAPHS (off). No effect on host memory.
   DistributedDomain& set_cuda_graphs(bool on);
   bool cuda_graphs() const;  // after realize(): whether the exchanges replay graphs
+  // Host-memory domains: peers on this rank's node (MPI_COMM_TYPE_SHARED, or
+  // DTMPI_RANKS_PER_NODE's emulated nodes) exchange through a shared-memory
+  // segment instead of MPI messages; default DTMPI_STENCIL_SHM (on). Off
+  // forces messages to every peer. Used only if every rank can (realize()
+  // falls back to messages everywhere otherwise); stats() says per peer.
+  DistributedDomain& set_host_shared_memory(bool on);
   template <class T>
   Quantity<T> add_quantity(const std::string& name) {
     static_assert(std::is_trivially_copyable_v<T>, "a quantity's element type must be trivially copyable");
@@ -258,7 +271,8 @@ class DistributedDomain {
   void finish_exchange();
   // Between the two: lets the MPI move the messages on (many MPIs progress
   // large messages only inside MPI calls); call it now and then during long
-  // interior compute. Returns true once every message has arrived.
+  // interior compute. Never blocks. Returns true once every message has
+  // arrived (shared-memory peers: once their bytes are in the buffers).
   bool progress();
   // current <-> next, for every quantity of every subdomain (local, no communication).
   void swap();

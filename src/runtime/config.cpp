@@ -56,6 +56,10 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_STENCIL_GRAPHS", "0",
      "1: dtmpi::stencil device domains record their pack, same-rank copy and unpack launches as CUDA graphs once "
      "and replay them every exchange (a domain's set_cuda_graphs() overrides it); 0: launched one by one"},
+    {"DTMPI_STENCIL_SHM", "1",
+     "1: dtmpi::stencil host-memory domains exchange with ranks of their node through a shared-memory segment "
+     "(the sender packs into the receiver's buffer; a domain's set_host_shared_memory() overrides it); 0: MPI "
+     "messages to every peer"},
     {"DTMPI_RMA", "auto",
      "one-sided communication: auto (dtmpi serves windows over GPU memory on any rank and dynamic windows while "
      "GPUs are in use; host windows stay the system MPI's), all (dtmpi serves every window), off (the system MPI "
@@ -250,6 +254,7 @@ Config read_environment() {
   c.batch_packs = flag("DTMPI_BATCH_PACKS", false);
   c.pack_async = flag("DTMPI_PACK_ASYNC", false);
   c.stencil_graphs = flag("DTMPI_STENCIL_GRAPHS", false);
+  c.stencil_shm = flag("DTMPI_STENCIL_SHM", true);
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);

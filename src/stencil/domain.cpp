@@ -228,6 +228,11 @@ DistributedDomain& DistributedDomain::set_peer_path(PeerPath p) {
   impl_->peer_path = p;  // validated by realize()
   return *this;
 }
+DistributedDomain& DistributedDomain::set_host_shared_memory(bool on) {
+  before_realize(*impl_, "set_host_shared_memory()");
+  impl_->shm_set = on;
+  return *this;
+}
 DistributedDomain& DistributedDomain::set_subdomains_per_rank(int n) {
   before_realize(*impl_, "set_subdomains_per_rank()");
   impl_->per_rank = n;
@@ -268,6 +273,7 @@ void DistributedDomain::realize() {
   d.subs.clear();
   d.copies.clear();
   d.peers.clear();
+  d.channels.reset();
   d.device_messages = false;
   REAL(MPI_Comm_rank)(d.user_comm, &d.rank);
   REAL(MPI_Comm_size)(d.user_comm, &d.size);
@@ -304,6 +310,14 @@ void DistributedDomain::realize() {
     throw StencilError(local ? "dtmpi::stencil: realize() failed on rank " + std::to_string(first_bad) +
                                    " (its message says why)"
                                : named(local.error().what) + " (rank " + std::to_string(d.rank) + ")");
+  }
+  // every rank got here (the allreduce above): the shared-memory decision is
+  // collective; only a failed MPI call ends it early, and leaves nothing behind
+  if (Status shm = connect_node_peers(d); !shm) {
+    release_storage(d);
+    d.channels.reset();
+    d.realized = false;
+    fail(shm.error());
   }
   check(DTMPI_MPI_STATUS(REAL(MPI_Comm_dup)(d.user_comm, &d.comm)));
   REAL(MPI_Comm_set_errhandler)(d.comm, MPI_ERRORS_RETURN);
@@ -344,10 +358,16 @@ ExchangeStats DistributedDomain::stats() const {
   ExchangeStats s;
   s.peers = static_cast<int>(impl_->peers.size());
   for (const Peer& p : impl_->peers) {
-    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes, p.same_node});
-    s.messages += p.send.empty() ? 0 : 1;
-    s.mpi_bytes += p.send_bytes;
+    s.by_peer.push_back({p.rank, p.send_bytes, p.recv_bytes, p.same_node, p.shared});
+    if (p.shared) {
+      s.shm_bytes += p.send_bytes;
+    } else {
+      s.messages += p.send.empty() ? 0 : 1;
+      s.mpi_bytes += p.send_bytes;
+    }
   }
+  s.received_shm = impl_->received_shm;
+  s.received_mpi = impl_->received_mpi;
   s.peer_path = impl_->memory == Memory::kHost ? PeerPath::kHost
                 : impl_->device_messages         ? PeerPath::kDevice
                                                  : PeerPath::kStaged;
@@ -362,7 +382,8 @@ std::string DistributedDomain::describe() const {
   const Partition& p = *d.partition;
   return "extent " + text(d.extent) + " in " + text(p.grid()) + " subdomains (" + std::to_string(p.nodes()) +
          " node(s) of " + text(p.local_grid()) + ", " + std::to_string(d.per_rank) + " per rank), " +
-         d.placement_text + ", messages " + to_string(stats().peer_path);
+         d.placement_text + ", messages " + to_string(stats().peer_path) +
+         (d.channels ? ", shared memory with the node's peers" : "");
 }
 
 void DistributedDomain::swap() {

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "base/result.hpp"
 #include "dtmpi/stencil.hpp"
 #include "stencil/partition.hpp"
+#include "transport/node_channels.hpp"
 
 namespace dtmpi::stencil {
 
@@ -54,11 +56,17 @@ struct LocalCopy {
 };
 
 // Everything exchanged with one other rank: one message each way per
-// exchange, the directions in the same order on both sides (by sending
-// subdomain id, then direction), each direction all quantities in a row.
+// exchange (or one shared-memory buffer each way: `shared`), the directions
+// in the same order on both sides (by sending subdomain id, then direction),
+// each direction all quantities in a row.
 struct Peer {
   int rank = 0;
   bool same_node = true;  // another node's messages are slower: issued first
+  // host domains, a peer of this node with the segment in place: the send
+  // bytes are packed into shm_out's buffer, received ones unpacked from
+  // shm_in's (channels of d.channels; closed where nothing flows that way)
+  bool shared = false;
+  transport::ChannelEnd shm_in, shm_out;
   std::vector<Region> send, recv;
   int64_t send_bytes = 0, recv_bytes = 0;
   char* send_host = nullptr;  // what MPI sends / receives (pinned for staged device domains)
@@ -82,6 +90,14 @@ struct DomainImpl {
   bool optimize_placement = true;    // set_placement()
   std::vector<double> gpu_bandwidth;  // set_gpu_bandwidth(): GB/s by device ordinal, m x m; empty: uniform
   std::string placement_text;         // realize()'s placement of this rank's node, for describe()
+
+  std::optional<bool> shm_set;  // set_host_shared_memory(); else DTMPI_STENCIL_SHM
+  // host domains: the node's shared-memory channels, where every rank could
+  // create them (realize(): connect_node_peers), else null
+  std::unique_ptr<transport::NodeChannels> channels;
+  uint64_t exchanges = 0;  // start_exchange()s so far: the round number of the channels
+  std::vector<size_t> shm_unread;  // peers (indices) whose shared-memory bytes this round are not unpacked yet
+  int64_t received_shm = 0, received_mpi = 0;  // buffers unpacked so far (stats())
 
   bool realized = false, in_flight = false;
   std::optional<Partition> partition;
@@ -127,12 +143,20 @@ int current_device() noexcept;
 
 // plan.cpp: the local copies and the peers' regions (after subs and owner).
 Status build_plan(DomainImpl& d);
+// shared.cpp: collective; host domains with shared memory wanted: the node's
+// channels, the peers of the node marked `shared` (their message buffers
+// freed) -- on every rank, or on none where any rank could not create them.
+Status connect_node_peers(DomainImpl& d);
 // host.cpp / device.cu: storage and the byte movement of each memory kind.
 Status allocate_storage(DomainImpl& d);
 void release_storage(DomainImpl& d) noexcept;
 Status pack_peers(DomainImpl& d);        // every peer's send bytes, ready for MPI
 Status copy_local(DomainImpl& d);        // the same-rank directions
 Status unpack_peers(DomainImpl& d);      // every peer's received bytes into the ghosts
+// host.cpp: one peer's send regions packed into `out` / its received bytes
+// unpacked from `in` (the shared-memory peers' buffers)
+void pack_peer(DomainImpl& d, const Peer& p, char* out);
+void unpack_peer(DomainImpl& d, const Peer& p, const char* in);
 // device.cu (or device_nocuda.cpp)
 Status device_allocate(DomainImpl& d);
 void device_release(DomainImpl& d) noexcept;

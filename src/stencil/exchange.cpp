@@ -1,10 +1,12 @@
 // The exchange: one receive and one send per peer rank (all its directions
-// and quantities in one message), the same-rank directions copied directly
-// while those messages travel.
+// and quantities in one message), or for a host domain's peers of the node
+// one shared-memory buffer each way (transport/node_channels.hpp); the
+// same-rank directions copied directly while those messages travel.
 #include <string>
 
 #include "base/system_mpi.hpp"
 #include "stencil/domain_impl.hpp"
+#include "transport/onesided.hpp"
 
 namespace dtmpi::stencil {
 namespace {
@@ -52,9 +54,54 @@ int test_all(DomainImpl& d, int* done) {
   return REAL(MPI_Testall)(n, d.requests.data(), done, MPI_STATUSES_IGNORE);
 }
 
+using transport::NodeChannels;
+
+// One poll of a wait on shared memory: the messages of the same exchange
+// move on meanwhile (a peer on another node may need this rank inside MPI),
+// then the usual spin-then-yield step.
+void poll(DomainImpl& d, int& spins) {
+  int done = 0;
+  const int rc = test_all(d, &done);
+  if (rc != MPI_SUCCESS) fail("MPI_Testall of the halo messages", rc);
+  transport::backoff(spins);
+}
+
+// start_exchange(): every shared-memory peer's bytes packed straight into
+// its buffer of round `seq` and published. A buffer is reused every second
+// round: if this rank is two rounds ahead of that peer, it waits here until
+// the peer has read it.
+void send_shared(DomainImpl& d, uint64_t seq) {
+  for (Peer& p : d.peers) {
+    if (!p.shared || !p.shm_out.open()) continue;
+    for (int spins = 0; !NodeChannels::writable(p.shm_out, seq);) poll(d, spins);
+    pack_peer(d, p, NodeChannels::write_buffer(p.shm_out, seq));
+    NodeChannels::end_write(p.shm_out, seq);
+  }
+}
+
+// Unpacks the shared-memory peers whose bytes of round `seq` are there and
+// hands their buffers back; true once none is left.
+bool receive_shared(DomainImpl& d, uint64_t seq) {
+  for (size_t k = 0; k < d.shm_unread.size();) {
+    const Peer& p = d.peers[d.shm_unread[k]];
+    if (!NodeChannels::readable(p.shm_in, seq)) {
+      ++k;
+      continue;
+    }
+    unpack_peer(d, p, NodeChannels::read(p.shm_in, seq));
+    NodeChannels::end_read(p.shm_in, seq);
+    ++d.received_shm;
+    d.shm_unread[k] = d.shm_unread.back();
+    d.shm_unread.pop_back();
+  }
+  return d.shm_unread.empty();
+}
+
 }  // namespace
 
 void settle_requests(DomainImpl& d) noexcept {
+  // shared-memory senders waiting for this rank's buffers are let go
+  if (d.channels) d.channels->release_senders();
   for (size_t i = 0; i < d.peers.size(); ++i) {
     if (d.requests[i] == MPI_REQUEST_NULL) continue;
     if (d.device_messages) MPI_Cancel(&d.requests[i]);
@@ -67,10 +114,13 @@ void DistributedDomain::start_exchange() {
   DomainImpl& d = *impl_;
   if (!d.realized) throw StencilError("dtmpi::stencil: exchange before realize()");
   if (d.in_flight) throw StencilError("dtmpi::stencil: start_exchange() while an exchange is in flight");
+  const uint64_t seq = ++d.exchanges;
+  d.shm_unread.clear();
   // receives first, so no message waits for its receive to be posted
   for (size_t i = 0; i < d.peers.size(); ++i) {
     Peer& p = d.peers[i];
-    if (p.recv.empty()) continue;  // data flows one way only (a side of radius 0)
+    if (p.shared && p.shm_in.open()) d.shm_unread.push_back(i);
+    if (p.recv.empty() || p.shared) continue;  // data flows one way only (a side of radius 0)
     int rc = post_recv(d, p, &d.requests[i]);
     if (rc != MPI_SUCCESS) fail("MPI_Irecv from rank " + std::to_string(p.rank), rc);
   }
@@ -78,10 +128,13 @@ void DistributedDomain::start_exchange() {
   check(pack_peers(d));
   for (size_t i = 0; i < d.peers.size(); ++i) {
     Peer& p = d.peers[i];
-    if (p.send.empty()) continue;
+    if (p.send.empty() || p.shared) continue;
     int rc = post_send(d, p, &d.requests[d.peers.size() + i]);
     if (rc != MPI_SUCCESS) fail("MPI_Isend to rank " + std::to_string(p.rank), rc);
   }
+  // after the messages, which travel meanwhile (the peers of other nodes,
+  // slowest, are issued first as before)
+  send_shared(d, seq);
   check(copy_local(d));
 }
 
@@ -89,10 +142,14 @@ void DistributedDomain::finish_exchange() {
   DomainImpl& d = *impl_;
   if (!d.realized) throw StencilError("dtmpi::stencil: finish_exchange() before realize()");
   if (!d.in_flight) throw StencilError("dtmpi::stencil: finish_exchange() without start_exchange()");
+  // the node's peers first: their bytes are usually there already, and a
+  // wait for them moves the messages on (poll)
+  for (int spins = 0; !receive_shared(d, d.exchanges);) poll(d, spins);
   d.in_flight = false;
   int rc = wait_all(d);
   if (rc != MPI_SUCCESS) fail("MPI_Waitall of the halo messages", rc);
   check(unpack_peers(d));
+  for (const Peer& p : d.peers) d.received_mpi += !p.shared && !p.recv.empty();
 }
 
 bool DistributedDomain::progress() {
@@ -101,6 +158,9 @@ bool DistributedDomain::progress() {
   int done = 0;
   int rc = test_all(d, &done);
   if (rc != MPI_SUCCESS) fail("MPI_Testall of the halo messages", rc);
+  // only tested: unpacking here would change ghosts of current() that the
+  // program may be reading between the halves
+  for (size_t i : d.shm_unread) done = done && NodeChannels::readable(d.peers[i].shm_in, d.exchanges);
   return done != 0;
 }
 

@@ -22,9 +22,10 @@ char* at(const Subdomain& s, void* base, int64_t esize, int64_t pitch, const Dim
 }
 
 // Copies `box` of every quantity between a subdomain and a packed stream
-// (quantity after quantity, each x fastest), one row at a time.
-template <bool kPack>
-char* move_rows(DomainImpl& d, const Region& r, char* packed) {
+// (quantity after quantity, each x fastest), one row at a time. `Byte` is
+// char when packing, const char when unpacking.
+template <bool kPack, class Byte>
+Byte* move_rows(DomainImpl& d, const Region& r, Byte* packed) {
   const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
   for (size_t q = 0; q < d.quantities.size(); ++q) {
     const Box& b = r.boxes[q];
@@ -86,27 +87,33 @@ void release_storage(DomainImpl& d) noexcept {
     Access::next(s).clear();
   }
   for (Peer& p : d.peers) {
-    std::free(p.send_host);
+    std::free(p.send_host);  // null for shared-memory peers
     std::free(p.recv_host);
     p.send_host = p.recv_host = nullptr;
   }
 }
 
+void pack_peer(DomainImpl& d, const Peer& p, char* out) {
+  for (const Region& r : p.send) out = move_rows<true>(d, r, out);
+}
+
+void unpack_peer(DomainImpl& d, const Peer& p, const char* in) {
+  for (const Region& r : p.recv) in = move_rows<false>(d, r, in);
+}
+
+// The message peers only: shared-memory peers are packed into their
+// receiver's buffer and unpacked from this rank's (exchange.cpp).
 Status pack_peers(DomainImpl& d) {
   if (d.memory == Memory::kDevice) return device_pack(d);
-  for (Peer& p : d.peers) {
-    char* out = p.send_host;
-    for (const Region& r : p.send) out = move_rows<true>(d, r, out);
-  }
+  for (Peer& p : d.peers)
+    if (!p.shared) pack_peer(d, p, p.send_host);
   return ok_status();
 }
 
 Status unpack_peers(DomainImpl& d) {
   if (d.memory == Memory::kDevice) return device_unpack(d);
-  for (Peer& p : d.peers) {
-    char* in = p.recv_host;
-    for (const Region& r : p.recv) in = move_rows<false>(d, r, in);
-  }
+  for (Peer& p : d.peers)
+    if (!p.shared) unpack_peer(d, p, p.recv_host);
   return ok_status();
 }
 

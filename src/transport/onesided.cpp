@@ -53,23 +53,21 @@ void NodeSegment::wait(const PaddedFlag& f, uint64_t at_least) {
 void NodeSegment::put(char* remote, const void* src, size_t n) { std::memcpy(remote, src, n); }
 void NodeSegment::get(void* dst, const char* remote, size_t n) { std::memcpy(dst, remote, n); }
 
-Result<std::unique_ptr<NodeSegment>> NodeSegment::create(MPI_Comm comm, size_t scratch) {
-  std::unique_ptr<NodeSegment> s(new NodeSegment);
-  REAL(MPI_Comm_rank)(comm, &s->rank_);
-  REAL(MPI_Comm_size)(comm, &s->size_);
-  s->scratch_ = (scratch + 63) / 64 * 64;
-  auto local = one_node(comm, s->size_);
+Result<char*> map_node_shared(MPI_Comm comm, size_t bytes) {
+  int rank = 0, size = 0;
+  REAL(MPI_Comm_rank)(comm, &rank);
+  REAL(MPI_Comm_size)(comm, &size);
+  auto local = one_node(comm, size);
   if (!local) return local.error();
-  if (!local.value()) return std::unique_ptr<NodeSegment>();
-  s->bytes_ = static_cast<size_t>(s->size_) * s->area_bytes();
+  if (!local.value()) return static_cast<char*>(nullptr);
 
   // the leader creates and sizes the object; every rank maps it by name
   char name[64] = {};
   int ok = 1;
-  if (s->rank_ == 0) {
-    std::snprintf(name, sizeof name, "/dtmpi-coll-%d-%u", static_cast<int>(getpid()), g_segments.fetch_add(1));
+  if (rank == 0) {
+    std::snprintf(name, sizeof name, "/dtmpi-shm-%d-%u", static_cast<int>(getpid()), g_segments.fetch_add(1));
     const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    ok = fd >= 0 && ftruncate(fd, static_cast<off_t>(s->bytes_)) == 0;
+    ok = fd >= 0 && ftruncate(fd, static_cast<off_t>(bytes)) == 0;
     if (fd >= 0) close(fd);
     if (!ok) {
       if (fd >= 0) shm_unlink(name);
@@ -77,21 +75,39 @@ Result<std::unique_ptr<NodeSegment>> NodeSegment::create(MPI_Comm comm, size_t s
     }
   }
   DTMPI_MPI_CHECK(REAL(MPI_Bcast)(name, sizeof name, MPI_CHAR, 0, comm));
+  char* base = nullptr;
   if (name[0]) {
     const int fd = shm_open(name, O_RDWR, 0600);
-    void* p = fd >= 0 ? mmap(nullptr, s->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    void* p = fd >= 0 ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (fd >= 0) close(fd);
     ok = p != MAP_FAILED;
-    if (ok) s->base_ = static_cast<char*>(p);
+    if (ok) base = static_cast<char*>(p);
   } else {
     ok = 0;
   }
   // every rank has mapped it (or failed) before the name goes away; the
   // pages stay until the last unmap
   int all = 0;
-  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
-  if (s->rank_ == 0 && name[0]) shm_unlink(name);
-  if (!all) return std::unique_ptr<NodeSegment>();  // ~NodeSegment unmaps
+  const int rc = REAL(MPI_Allreduce)(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (rank == 0 && name[0]) shm_unlink(name);
+  if (rc != MPI_SUCCESS || !all) {
+    if (base) munmap(base, bytes);
+    if (rc != MPI_SUCCESS) return Error{rc, "MPI_Allreduce of the shared-memory outcome"};
+    return static_cast<char*>(nullptr);
+  }
+  return base;
+}
+
+Result<std::unique_ptr<NodeSegment>> NodeSegment::create(MPI_Comm comm, size_t scratch) {
+  std::unique_ptr<NodeSegment> s(new NodeSegment);
+  REAL(MPI_Comm_rank)(comm, &s->rank_);
+  REAL(MPI_Comm_size)(comm, &s->size_);
+  s->scratch_ = (scratch + 63) / 64 * 64;
+  s->bytes_ = static_cast<size_t>(s->size_) * s->area_bytes();
+  auto base = map_node_shared(comm, s->bytes_);
+  if (!base) return base.error();
+  if (!base.value()) return std::unique_ptr<NodeSegment>();
+  s->base_ = base.value();
   return s;
 }
 

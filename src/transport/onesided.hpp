@@ -103,6 +103,14 @@ class NodeSegment {
   int rank_ = 0, size_ = 0;
 };
 
+// Collective over `comm`: one POSIX shared-memory object of `bytes` bytes,
+// created by rank 0 and mapped by every rank (its name unlinked as soon as
+// all have mapped it, so a crashed job leaves nothing behind), or null on
+// every rank -- the ranks span nodes (real ones, or DTMPI_RANKS_PER_NODE's),
+// or creating or mapping failed on any of them: all agree by an allreduce.
+// The pages start zeroed; the caller unmaps them (munmap(p, bytes)).
+Result<char*> map_node_shared(MPI_Comm comm, size_t bytes);
+
 // One step of a polling loop: a pause for the first spins, then sched_yield.
 void backoff(int& spins);
 

@@ -112,7 +112,7 @@ TEST(StencilQuantityRadius, OnlyItsOwnRadiusTravels) {
   EXPECT_EQ(stencil_check::verify(*d, esize, 0, periodic, kDownload, reach), 0);
   auto all = build(false);  // the same quantities at the domain's radius move more bytes
   const st::ExchangeStats a = d->stats(), b = all->stats();
-  EXPECT_LT(a.mpi_bytes + a.local_bytes, b.mpi_bytes + b.local_bytes);
+  EXPECT_LT(a.mpi_bytes + a.shm_bytes + a.local_bytes, b.mpi_bytes + b.shm_bytes + b.local_bytes);
 }
 
 // interior() and exterior() split box() into disjoint pieces.
@@ -146,8 +146,9 @@ TEST(StencilRegions, InteriorAndExteriorTileTheBox) {
   }
 }
 
-// What the plan moves: one message per peer rank (all directions and
-// quantities batched); a single rank's periodic subdomains copy directly.
+// What the plan moves: one message or one shared-memory buffer per peer rank
+// (all directions and quantities batched); a single rank's periodic
+// subdomains copy directly.
 TEST(StencilPlan, OneMessagePerPeerAndLocalCopies) {
   const int n = world_size();
   st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
@@ -157,23 +158,25 @@ TEST(StencilPlan, OneMessagePerPeerAndLocalCopies) {
   d.realize();
   const st::ExchangeStats s = d.stats();
   EXPECT_EQ(s.peer_path, st::PeerPath::kHost);  // host memory: no staged / device choice
-  EXPECT_EQ(s.messages, s.peers);
+  int shared = 0;
+  for (const st::PeerTraffic& p : s.by_peer) shared += p.shared_memory;
+  EXPECT_EQ(s.messages + shared, s.peers);
   EXPECT_LE(s.peers, n - 1);
   if (n == 1) {
     // 2 subdomains, 26 directions each, all on this rank
     EXPECT_EQ(s.peers, 0);
     EXPECT_EQ(s.local_copies, 2 * 26);
-    EXPECT_EQ(s.mpi_bytes, 0);
+    EXPECT_EQ(s.mpi_bytes + s.shm_bytes, 0);
   } else {
     EXPECT_GE(s.peers, 1);
     EXPECT_LT(s.local_copies, 2 * 26);
-    EXPECT_GT(s.mpi_bytes, 0);
+    EXPECT_GT(s.mpi_bytes + s.shm_bytes, 0);
   }
   // every ghost point of both subdomains is filled, by copy or by message:
   // 12 bytes per point over the whole shell
   int64_t ghost_points = 0;
   for (const st::Subdomain& sd : d.subdomains()) ghost_points += sd.allocated().volume() - sd.box().volume();
-  int64_t recv_total = 0, sent = s.mpi_bytes + s.local_bytes, sent_total = 0;
+  int64_t recv_total = 0, sent = s.mpi_bytes + s.shm_bytes + s.local_bytes, sent_total = 0;
   MPI_Allreduce(&sent, &sent_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&ghost_points, &recv_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(sent_total, recv_total * 12);
@@ -190,7 +193,7 @@ TEST(StencilPlan, OneMessagePerPeerAndLocalCopies) {
     MPI_Isend(&s.by_peer[i].send_bytes, 1, MPI_INT64_T, s.by_peer[i].rank, 3, MPI_COMM_WORLD, &req.back());
   }
   MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
-  EXPECT_EQ(sum, s.mpi_bytes);
+  EXPECT_EQ(sum, s.mpi_bytes + s.shm_bytes);
   for (size_t i = 0; i < s.by_peer.size(); ++i) EXPECT_EQ(theirs[i], s.by_peer[i].recv_bytes) << "peer " << s.by_peer[i].rank;
   // issue order: other nodes first, each group largest first; a node is
   // DTMPI_RANKS_PER_NODE consecutive ranks where set (this machine is one node)
