@@ -37,7 +37,7 @@ namespace tp = dtmpi::transport;
 const std::vector<dtmpi::tools::Option> kOptions = {
     {"--quick", nullptr, "sizes 8 B to 1 MiB in steps of 16x and fewer samples (a minute or two on 4 ranks)"},
     {"--max-bytes", "N", "the largest message size per rank (default 16M; --quick: 1M)"},
-    {"--top", "X", "time the system MPI's algorithm and the model's X best candidates (default 1)"},
+    {"--top", "X", "time the system MPI's algorithm and the model's X best candidates (default 2)"},
     {"--exhaustive", nullptr, "time every candidate, and report where the model's first choice landed"},
     {"--ops", "LIST", "only these operations, comma-separated (barrier, bcast, allreduce, reduce, allgather, gather, "
                       "scatter, alltoall, reduce_scatter_block, scan, exscan; default: all)"},
@@ -184,7 +184,9 @@ int main(int argc, char** argv) {
   const bool quick = args.has("--quick"), exhaustive = args.has("--exhaustive"),
              blocking_only = args.has("--blocking-only");
   const int64_t max_bytes = std::strtoll(args.get("--max-bytes", quick ? "1048576" : "16777216"), nullptr, 10);
-  const int top = std::max(1, std::atoi(args.get("--top", "1")));
+  // two: with up to five algorithms per operation, the model's first choice
+  // alone landed within 10% of the best in 75 of 102 cells on the H100 host
+  const int top = std::max(1, std::atoi(args.get("--top", "2")));
   const double limit = std::strtod(args.get("--time-limit", "0"), nullptr);
   std::vector<bool> wanted(static_cast<size_t>(CollOpKind::kCount), !args.has("--ops"));
   if (args.has("--ops")) {

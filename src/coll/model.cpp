@@ -70,7 +70,12 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
   switch (op) {
     case CollOpKind::kBarrier:
       if (a == Algorithm::kDissemination) return l2 * (p.L + p.o + p.g);
-      if (a == Algorithm::kFlat) return 2 * (p.L + p.o) + (n - 1) * p.g;  // arrivals at one counter, one release
+      // arrivals at one counter, one release: each atomic add needs the
+      // counter's line exclusively, so the arrivals queue for it -- (n-1) L/2,
+      // calibrated on the H100 host at 4-16 ranks, where the plain (n-1) g
+      // ranked the flat barrier first and it measured slowest
+      // (bench/results/coll-tune-1xh100-2026-11-26.txt)
+      if (a == Algorithm::kFlat) return 2 * (p.L + p.o) + (n - 1) * (p.g + p.L / 2);
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) {
         // a parent reads up to k-1 children's lines per level; one release all read
         const int k = radix_of(a);

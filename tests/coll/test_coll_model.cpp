@@ -124,9 +124,11 @@ TEST(CollModel, RankingFollowsTheParameters) {
   const LogGP latency{1.0, 0.1, 0.1, 1e-9}, bandwidth{1e-3, 1e-3, 1e-3, 1e-3};
   EXPECT_EQ(ranked(latency, CollOpKind::kAllreduce, 8, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(bandwidth, CollOpKind::kAllreduce, 8, 1 << 24).front(), Algorithm::kReduceScatterAllgather);
-  // a barrier: the flat counter while arrivals are cheap next to a round
-  // trip, dissemination once each arrival costs a gap comparable to it
-  EXPECT_EQ(ranked(latency, CollOpKind::kBarrier, 16, 0).front(), Algorithm::kFlat);
+  // a barrier: the radix-4 tree (two levels of three reads, one release)
+  // while a gap is cheap next to a round trip -- the flat counter's arrivals
+  // queue for one line -- and dissemination once each read costs a gap
+  // comparable to a round trip
+  EXPECT_EQ(ranked(latency, CollOpKind::kBarrier, 16, 0).front(), Algorithm::kKnomial4);
   EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kBarrier, 16, 0).front(), Algorithm::kDissemination);
   // allgather: the flat read of all blocks while a gap is cheap, the
   // log-depth exchange once each read costs a gap comparable to a round trip;
