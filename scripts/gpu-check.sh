@@ -102,21 +102,23 @@ if [ "$what" = all ] || [ "$what" = test ]; then
 fi
 
 if [ "$what" = coll ]; then
+  # four files in $out (the device tool returns a few files per call):
+  # coll-table.json, coll-tune.txt, coll-exhaustive-4.txt, coll-bench.txt
   step "dtmpi's collectives on $(nproc) cores: dtmpi-tune, then dtmpi-bench coll with its table"
-  cmake --build $build -j "$(nproc)" --target dtmpi dtmpi-tune dtmpi-bench > "$out/build-coll.log" 2>&1 \
-    || { grep -E "error" -A5 "$out/build-coll.log" | head -40; exit 1; }
+  cmake --build $build -j "$(nproc)" --target dtmpi dtmpi-tune dtmpi-bench > /tmp/build-coll.log 2>&1 \
+    || { grep -E "error" -A5 /tmp/build-coll.log | head -40; exit 1; }
   ranks=$(( $(nproc) < 16 ? $(nproc) : 16 ))
   table="$out/coll-table.json"
   timeout 300 mpiexec -n $ranks --bind-to core $build/tools/dtmpi-tune $quick --out "$table" 2>&1 \
     | tee "$out/coll-tune.txt" | grep -E "LogGP|wrote|limit"
   timeout 120 mpiexec -n 4 --bind-to core $build/tools/dtmpi-tune --quick --exhaustive --blocking-only \
-    --out "$out/coll-exhaustive-4.json" 2>&1 | tee "$out/coll-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
+    --out /tmp/coll-exhaustive-4.json 2>&1 | tee "$out/coll-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
+  : > "$out/coll-bench.txt"
   for n in 2 4 8 16; do
     [ $n -gt "$ranks" ] && break
-    step "dtmpi-bench coll on $n ranks (tuned = the table above)"
+    step "dtmpi-bench coll on $n ranks (tuned = the table above)" | tee -a "$out/coll-bench.txt"
     DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 mpiexec -n $n --bind-to core \
-      $build/bench/dtmpi-bench coll --quick > "$out/coll-bench-$n.txt" 2>&1
-    grep -E "^[a-z]|^ +8 " "$out/coll-bench-$n.txt" | head -40
+      $build/bench/dtmpi-bench coll --quick 2>&1 | tee -a "$out/coll-bench.txt" | grep -E "^[a-z]|^ +8 " | head -40
   done
 fi
 

@@ -154,6 +154,7 @@ class Bcast final : public CollOp {
   bool advance() override {
     const int64_t off = static_cast<int64_t>(chunk_) * chunk_bytes_;
     const size_t len = static_cast<size_t>(std::min(chunk_bytes_, bytes_ - off));
+    if (bytes_ <= static_cast<int64_t>(tp::kInlineBytes)) return advance_inline();
     if (me() == root_) {
       Seg::put(region(me(), 0), data_ + off, len);
       publish(0);
@@ -169,6 +170,20 @@ class Bcast final : public CollOp {
     } else {
       Seg::get(data_ + off, region(from, 0), len);
     }
+    return true;
+  }
+  // a few bytes travel with the flag (one line: transport::InlineSlot)
+  bool advance_inline() {
+    const uint64_t v = tp::flag_value(seq_, 0);
+    const size_t len = static_cast<size_t>(bytes_);
+    if (me() == root_) {
+      Seg::put_inline(seg().inline_slot(me(), seq_), data_, len, v);
+      return true;
+    }
+    const int vr = (me() - root_ + n()) % n();
+    const int from = flat_ ? root_ : (parent_of(vr) + root_) % n();
+    if (!Seg::get_inline(seg().inline_slot(from, seq_), v, data_, len)) return false;
+    if (!flat_ && has_children(vr, n())) Seg::put_inline(seg().inline_slot(me(), seq_), data_, len, v);
     return true;
   }
   void complete() override {

@@ -168,13 +168,26 @@ class KnomialAllreduce final : public ChunkedReduction {
       if (in_ != out_) std::memcpy(acc, in(), bytes());
       phase_ = 1;
     }
+    // a few bytes travel with the flag (one line: transport::InlineSlot)
+    const bool inline_parts = bytes() <= transport::kInlineBytes;
     if (phase_ == 1) {
-      if (!fold_children(me(), 0, acc, 0, k_)) return false;
-      Seg::put(region(me(), 0), acc, bytes());
-      publish(me() == 0 ? 1 : 0);
+      if (inline_parts) {
+        for (int c; (c = knomial_child(me(), n(), k_, index_)) >= 0; ++index_) {
+          char part[transport::kInlineBytes];
+          if (!Seg::get_inline(seg().inline_slot(c, seq_), transport::flag_value(seq_, 0), part, bytes()))
+            return false;
+          check(r_.right(acc, part, m(), tmp()));
+        }
+        Seg::put_inline(seg().inline_slot(me(), seq_), acc, bytes(), transport::flag_value(seq_, me() == 0 ? 1 : 0));
+      } else {
+        if (!fold_children(me(), 0, acc, 0, k_)) return false;
+        Seg::put(region(me(), 0), acc, bytes());
+        publish(me() == 0 ? 1 : 0);
+      }
       if (me() == 0) return true;
       phase_ = 2;
     }
+    if (inline_parts) return Seg::get_inline(seg().inline_slot(0, seq_), transport::flag_value(seq_, 1), acc, bytes());
     if (!ready(0, 1)) return false;
     Seg::get(acc, region(0, 0), bytes());
     return true;

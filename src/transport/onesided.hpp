@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 
@@ -49,9 +50,19 @@ struct alignas(64) PaddedFlag {
 // (atomic adds by peers) and `in[k]` (written by exactly one peer per round).
 inline constexpr int kInFlags = 32;
 inline constexpr unsigned kScratchSlots = 4;
+// A flag and a few bytes in one cache line (NCCL's LL protocols do the
+// same on GPUs): a reader that sees the flag has the data in the same line,
+// one transfer instead of two for the latency-bound sizes. One per scratch
+// slot, reused under the same rule as the slot (CommState::may_write).
+inline constexpr size_t kInlineBytes = 56;
+struct alignas(64) InlineSlot {
+  std::atomic<uint64_t> v{0};
+  char data[kInlineBytes];
+};
 struct RankFlags {
   PaddedFlag done, ready, counter;
   PaddedFlag in[kInFlags];
+  InlineSlot inline_slot[kScratchSlots];
 };
 
 class NodeSegment {
@@ -71,6 +82,21 @@ class NodeSegment {
   RankFlags& flags(int r) const { return *reinterpret_cast<RankFlags*>(area(r)); }
   // The scratch slot of sequence number `seq` in rank r's area.
   char* scratch(int r, uint64_t seq) const { return area(r) + flags_bytes() + (seq % kScratchSlots) * scratch_; }
+
+  // The inline slot of sequence number `seq` in rank r's area.
+  InlineSlot& inline_slot(int r, uint64_t seq) const { return flags(r).inline_slot[seq % kScratchSlots]; }
+  // A put and its signal in one line (n <= kInlineBytes): the bytes, then
+  // the flag's release store. The writer owns the slot (only it writes it).
+  static void put_inline(InlineSlot& s, const void* src, size_t n, uint64_t value) {
+    std::memcpy(s.data, src, n);
+    s.v.store(value, std::memory_order_release);
+  }
+  // The matching test and get: false until the flag reaches `at_least`.
+  static bool get_inline(const InlineSlot& s, uint64_t at_least, void* dst, size_t n) {
+    if (s.v.load(std::memory_order_acquire) < at_least) return false;
+    std::memcpy(dst, s.data, n);
+    return true;
+  }
 
   // The verbs. put/get move bytes into / out of a peer's scratch (plain
   // copies: ordering comes from the signal that follows or the wait before).
