@@ -28,7 +28,7 @@ TEST(Coll, BarrierSeparatesPhases) {
     int me = 0;
     MPI_Comm_rank(comm, &me);
     auto rng = shared_rng(comm, 1);
-    for (int it = 0; it < 40; ++it) {
+    for (int it = 0, its = iterations(40); it < its; ++it) {
       // one rank arrives late; nobody may leave before it arrived
       int n = 0;
       MPI_Comm_size(comm, &n);
@@ -67,7 +67,7 @@ TEST(Coll, BcastMatchesSystem) {
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
     auto rng = shared_rng(comm, 2);
-    for (int it = 0; it < 60; ++it) {
+    for (int it = 0, its = iterations(60); it < its; ++it) {
       const TypeCase& t = cases[rng() % 4];
       // large (chunks), tiny (a few bytes travel with the flag: InlineSlot), any
       const int64_t count = it % 10 == 9 ? 20000 + rng() % 60000 : it % 10 < 2 ? 1 + rng() % 4 : rng() % 600;
@@ -107,7 +107,7 @@ void reductions_match(bool rooted) {
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
     auto rng = shared_rng(comm, rooted ? 3 : 4);
-    for (int it = 0; it < 80; ++it) {
+    for (int it = 0, its = iterations(80); it < its; ++it) {
       const Reduction& c = cases[it < kCases ? it : rng() % kCases];
       // large (chunks), tiny (the inline parts of <= 56 bytes), any
       const int64_t count = it % 8 == 7 ? 30000 + rng() % 50000 : it % 8 < 2 ? 1 + rng() % 6 : 1 + rng() % 700;

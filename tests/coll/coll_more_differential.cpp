@@ -59,11 +59,12 @@ struct Types {
 };
 
 // Iterations per communicator: fewer where ranks outnumber the CI machine's
-// cores by far (7-8 ranks on 2 cores, every flag wait a context switch).
+// cores by far (7-8 ranks on 2 cores, every flag wait a context switch), and
+// under MPICH with more ranks than cores (coll_test::iterations).
 int iterations() {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  return world > 4 ? 20 : 60;
+  return coll_test::iterations(world > 4 ? 20 : 60);
 }
 
 int64_t random_count(int it, std::mt19937& rng) {
