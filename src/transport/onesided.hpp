@@ -24,6 +24,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstring>
@@ -50,14 +51,22 @@ struct alignas(64) PaddedFlag {
 // (atomic adds by peers) and `in[k]` (written by exactly one peer per round).
 inline constexpr int kInFlags = 32;
 inline constexpr unsigned kScratchSlots = 4;
-// A flag and a few bytes in one cache line (NCCL's LL protocols do the
-// same on GPUs): a reader that sees the flag has the data in the same line,
-// one transfer instead of two for the latency-bound sizes. One per scratch
-// slot, reused under the same rule as the slot (CommState::may_write).
-inline constexpr size_t kInlineBytes = 56;
-struct alignas(64) InlineSlot {
+// Flags and a few bytes in the same cache lines (NCCL's LL128 protocol does
+// the same on GPUs): each line holds 56 bytes and its own copy of the flag,
+// so a reader that sees every line's flag has the data without another
+// transfer, and the lines travel in parallel -- for the latency-bound sizes,
+// one round of line transfers instead of a flag and then the data. One slot
+// per scratch slot, reused under the same rule as the slot
+// (CommState::may_write).
+inline constexpr size_t kInlineLineBytes = 56;
+inline constexpr size_t kInlineLines = 6;
+inline constexpr size_t kInlineBytes = kInlineLineBytes * kInlineLines;  // 336
+struct alignas(64) InlineLine {
   std::atomic<uint64_t> v{0};
-  char data[kInlineBytes];
+  char data[kInlineLineBytes];
+};
+struct InlineSlot {
+  InlineLine line[kInlineLines];
 };
 struct RankFlags {
   PaddedFlag done, ready, counter;
@@ -85,16 +94,24 @@ class NodeSegment {
 
   // The inline slot of sequence number `seq` in rank r's area.
   InlineSlot& inline_slot(int r, uint64_t seq) const { return flags(r).inline_slot[seq % kScratchSlots]; }
-  // A put and its signal in one line (n <= kInlineBytes): the bytes, then
-  // the flag's release store. The writer owns the slot (only it writes it).
+  // A put and its signal in the same lines (n <= kInlineBytes): each line's
+  // bytes, then that line's flag (release). The writer owns the slot.
   static void put_inline(InlineSlot& s, const void* src, size_t n, uint64_t value) {
-    std::memcpy(s.data, src, n);
-    s.v.store(value, std::memory_order_release);
+    const char* from = static_cast<const char*>(src);
+    for (size_t i = 0, at = 0; at < n || i == 0; ++i, at += kInlineLineBytes) {
+      std::memcpy(s.line[i].data, from + at, std::min(kInlineLineBytes, n - at));
+      s.line[i].v.store(value, std::memory_order_release);
+    }
   }
-  // The matching test and get: false until the flag reaches `at_least`.
+  // The matching test and get: false until every line's flag reaches
+  // `at_least` (then all of them carry this operation's bytes).
   static bool get_inline(const InlineSlot& s, uint64_t at_least, void* dst, size_t n) {
-    if (s.v.load(std::memory_order_acquire) < at_least) return false;
-    std::memcpy(dst, s.data, n);
+    const size_t lines = n == 0 ? 1 : (n + kInlineLineBytes - 1) / kInlineLineBytes;
+    for (size_t i = 0; i < lines; ++i)
+      if (s.line[i].v.load(std::memory_order_acquire) < at_least) return false;
+    char* to = static_cast<char*>(dst);
+    for (size_t i = 0, at = 0; at < n; ++i, at += kInlineLineBytes)
+      std::memcpy(to + at, s.line[i].data, std::min(kInlineLineBytes, n - at));
     return true;
   }
 

@@ -69,8 +69,8 @@ TEST(Coll, BcastMatchesSystem) {
     auto rng = shared_rng(comm, 2);
     for (int it = 0, its = iterations(60); it < its; ++it) {
       const TypeCase& t = cases[rng() % 4];
-      // large (chunks), tiny (a few bytes travel with the flag: InlineSlot), any
-      const int64_t count = it % 10 == 9 ? 20000 + rng() % 60000 : it % 10 < 2 ? 1 + rng() % 4 : rng() % 600;
+      // large (chunks), small (<= 336 bytes travel with the flags: InlineSlot), any
+      const int64_t count = it % 10 == 9 ? 20000 + rng() % 60000 : it % 10 < 2 ? 1 + rng() % 24 : rng() % 600;
       const int root = static_cast<int>(rng() % static_cast<unsigned>(n));
       MPI_Aint lb = 0, extent = 0;
       MPI_Type_get_extent(t.type, &lb, &extent);
@@ -109,8 +109,8 @@ void reductions_match(bool rooted) {
     auto rng = shared_rng(comm, rooted ? 3 : 4);
     for (int it = 0, its = iterations(80); it < its; ++it) {
       const Reduction& c = cases[it < kCases ? it : rng() % kCases];
-      // large (chunks), tiny (the inline parts of <= 56 bytes), any
-      const int64_t count = it % 8 == 7 ? 30000 + rng() % 50000 : it % 8 < 2 ? 1 + rng() % 6 : 1 + rng() % 700;
+      // large (chunks), small (the inline parts: <= 336 bytes in 56-byte lines), any
+      const int64_t count = it % 8 == 7 ? 30000 + rng() % 50000 : it % 8 < 2 ? 1 + rng() % 40 : 1 + rng() % 700;
       const int root = static_cast<int>(rng() % static_cast<unsigned>(n));
       bool in_place = rng() % 3 == 0;
 #ifdef MPICH_VERSION
