@@ -22,7 +22,13 @@ void kernel(const void* in, void* inout, int64_t count) {
     // inout first, as Open MPI and MPICH write them (inout = inout op in):
     // the same NaN payload and signed zero where the operands tie
     T r;
-    if constexpr (K == Kind::kSum) r = static_cast<T>(y + x);
+    if constexpr (std::is_integral_v<T> && (K == Kind::kSum || K == Kind::kProd)) {
+      // in the unsigned type: wraps as the MPIs' C code does on two's
+      // complement, without C++'s undefined signed overflow
+      using U = std::make_unsigned_t<T>;
+      const U a = static_cast<U>(y), b = static_cast<U>(x);
+      r = static_cast<T>(K == Kind::kSum ? static_cast<U>(a + b) : static_cast<U>(a * b));
+    } else if constexpr (K == Kind::kSum) r = static_cast<T>(y + x);
     else if constexpr (K == Kind::kProd) r = static_cast<T>(y * x);
     else if constexpr (K == Kind::kMax) r = y > x ? y : x;
     else if constexpr (K == Kind::kMin) r = y < x ? y : x;
