@@ -278,6 +278,7 @@ TestHooks read_test_hooks() {
   t.ipc_cache = number("DTMPI_TEST_IPC_CACHE", 0, 0, INT32_MAX, false);
   t.chunk_same_gpu = flag("DTMPI_TEST_CHUNK_SAME_GPU", false);
   t.two_kernel_move = flag("DTMPI_TEST_TWO_KERNEL_MOVE", false);
+  t.shm_fail_rank = number("DTMPI_TEST_SHM_FAIL_RANK", -1, 0, INT32_MAX, false);
   return t;
 }
 

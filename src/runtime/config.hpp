@@ -86,6 +86,11 @@ struct TestHooks {
   // non-contiguous GPU layouts packs into a buffer and unpacks from it (two
   // kernels) instead of one layout-to-layout kernel, to compare the two
   bool two_kernel_move = false;
+  // DTMPI_TEST_SHM_FAIL_RANK=r: mapping a node's shared-memory segment fails
+  // on world rank r (transport::map_node_shared), as where /dev/shm is full
+  // or absent there: every rank of the node must then go without it
+  // (collectives to the system MPI, dtmpi::stencil to messages), never hang
+  int64_t shm_fail_rank = -1;
 };
 
 struct VariableDoc {

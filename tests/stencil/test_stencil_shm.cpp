@@ -48,7 +48,10 @@ const stencil_check::Download kDownload = [](const st::Subdomain& s, int q, size
 enum class Mode { kShared, kMessages, kEnvironment };
 const char* name(Mode m) { return m == Mode::kShared ? "shared" : m == Mode::kMessages ? "messages" : "environment"; }
 // Whether the node's peers must use shared memory in this mode.
+// DTMPI_TEST_SHM_FAIL_RANK: one rank's segment fails, so no rank may use
+// shared memory (the collective fallback), whatever the mode asks.
 bool wants_shared(Mode m) {
+  if (std::getenv("DTMPI_TEST_SHM_FAIL_RANK")) return false;
   if (m != Mode::kEnvironment) return m == Mode::kShared;
   const char* v = std::getenv("DTMPI_STENCIL_SHM");
   return !(v && (std::string(v) == "0" || std::string(v) == "off"));
