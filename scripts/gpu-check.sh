@@ -24,7 +24,8 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  MPICH's results), mpi4py's RMA tests with CuPy when MPI4PY_TESTS is set,
                  dtmpi-bench rma
   mpi4py         MPI4PY_TESTS=<mpi4py's test/ folder>: its suite with CuPy arrays, 2 ranks,
-                 preloaded, next to the plain MPI with NumPy only (scripts/outsider-mpi4py.sh)
+                 preloaded, next to the plain MPI with NumPy only (scripts/outsider-mpi4py.sh);
+                 M4P_COLL="V1;V2": also at 4 ranks with DTMPI_COLL=Vi (M4P_ONLY_COLL=1: only those)
   stencil        dtmpi::stencil on device memory (issue 23): builds its tests and examples/heat3d,
                  ctest -L stencil (GPU exchange by global coordinate at 1, 2, 4 ranks and 2 emulated
                  nodes, each by both peer paths: staged and device buffers through dtmpi; the solver
