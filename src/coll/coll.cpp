@@ -21,7 +21,9 @@ Result<std::shared_ptr<CommState>> usable_or_hierarchy(MPI_Comm comm, bool block
   if (inter) return std::shared_ptr<CommState>();
   auto st = state_for(comm, blocking);
   if (!st) return st.error();
-  if (!st.value() || !(st.value()->seg || (blocking && st.value()->hier))) return std::shared_ptr<CommState>();
+  if (!st.value()) return st;
+  if (!blocking) return st.value()->nonblocking;  // null: spans nodes (hierarchical: blocking only)
+  if (!(st.value()->seg || st.value()->hier)) return std::shared_ptr<CommState>();
   return st;
 }
 
@@ -30,6 +32,15 @@ Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
   if (!st) return st.error();
   if (!st.value() || !st.value()->seg) return std::shared_ptr<CommState>();
   return st;
+}
+
+Result<bool> may_serve(MPI_Comm comm, MPI_Request* req) {
+  if (!enabled() || comm == MPI_COMM_NULL) return false;
+  if (!req) {
+    auto st = usable_or_hierarchy(comm, true);
+    if (!st) return st.error();
+  }
+  return true;
 }
 
 // A hierarchical collective was served (counted as dtmpi's).
@@ -88,7 +99,7 @@ bool valid(MPI_Comm comm, MPI_Datatype type, int root) {
 using namespace detail;
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
-  if (!enabled() || comm == MPI_COMM_NULL) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
   const Algorithm a = select(CollOpKind::kBarrier, size_of(comm), 0, req != nullptr);
   if (a == Algorithm::kSystem) return false;
   auto st = usable_or_hierarchy(comm, !req);
@@ -99,7 +110,8 @@ Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
 }
 
 Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
-  if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (count <= 0 || !valid(comm, type, root)) return false;
   const Algorithm a = select(CollOpKind::kBcast, size_of(comm), bytes_of(count, type), req != nullptr);
   if (a == Algorithm::kSystem) return false;
   auto st = usable_or_hierarchy(comm, !req);
@@ -111,7 +123,8 @@ Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c
 
 Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                        MPI_Request* req) {
-  if (!enabled() || count <= 0 || !valid(comm, type, 0) || !rb) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (count <= 0 || !valid(comm, type, 0) || !rb) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   const Algorithm a = select(CollOpKind::kAllreduce, size_of(comm), count * r.elem, req != nullptr);
@@ -127,7 +140,8 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
 
 Result<bool> reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
                     MPI_Request* req) {
-  if (!enabled() || count <= 0 || !valid(comm, type, root)) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (count <= 0 || !valid(comm, type, root)) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   const Algorithm a = select(CollOpKind::kReduce, size_of(comm), count * r.elem, req != nullptr);

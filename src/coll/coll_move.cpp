@@ -100,8 +100,6 @@ Result<bool> launch(std::unique_ptr<CollOp> op, Side send, Side recv, int pack_r
   return start(std::move(op), req);
 }
 
-bool off(const MPI_Comm comm) { return !enabled() || comm == MPI_COMM_NULL; }
-
 // The state where dtmpi serves `kind` with `block` bytes per rank; null otherwise.
 Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
                                            Algorithm& a) {
@@ -115,7 +113,8 @@ Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64
 Result<bool> allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                        MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
-  if (off(comm) || !valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (!valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
   const int64_t block = in_place ? bytes_of(rc, rt) : bytes_of(sc, st);
   Algorithm a{};
   auto state = serving(CollOpKind::kAllgather, comm, block, req, a);
@@ -133,7 +132,8 @@ Result<bool> allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
 Result<bool> alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                       MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
-  if (off(comm) || !valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (!valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
   const int64_t block = in_place ? bytes_of(rc, rt) : bytes_of(sc, st);
   Algorithm a{};
   auto state = serving(CollOpKind::kAlltoall, comm, block, req, a);
@@ -149,7 +149,8 @@ Result<bool> alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
 
 Result<bool> gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
                     MPI_Comm comm, MPI_Request* req) {
-  if (off(comm) || !valid(comm, MPI_BYTE, root)) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (!valid(comm, MPI_BYTE, root)) return false;
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
   const bool is_root = me == root, in_place = is_root && sb == MPI_IN_PLACE;
@@ -170,7 +171,8 @@ Result<bool> gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, M
 
 Result<bool> scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, int root,
                      MPI_Comm comm, MPI_Request* req) {
-  if (off(comm) || !valid(comm, MPI_BYTE, root)) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (!valid(comm, MPI_BYTE, root)) return false;
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
   const bool is_root = me == root, in_place = is_root && rb == MPI_IN_PLACE;
@@ -190,7 +192,8 @@ Result<bool> scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, 
 
 Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                   MPI_Request* req) {
-  if (off(comm) || count <= 0 || !valid(comm, type, 0) || !rb) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (count <= 0 || !valid(comm, type, 0) || !rb) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   Algorithm a{};
@@ -203,7 +206,8 @@ Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datat
 
 Result<bool> scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                   MPI_Request* req) {
-  if (off(comm) || count <= 0 || !valid(comm, type, 0) || !rb) return false;
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (count <= 0 || !valid(comm, type, 0) || !rb) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   Algorithm a{};

@@ -49,12 +49,22 @@ Result<std::shared_ptr<CommState>> state_for(MPI_Comm comm, bool may_create) {
   DTMPI_MPI_CHECK(REAL(MPI_Comm_get_attr)(comm, kv, &value, &found));
   if (found) return *static_cast<Holder*>(value);
   if (!may_create) return Holder();
+  const auto scratch = static_cast<size_t>(runtime::config().coll_scratch);
   auto st = std::make_shared<CommState>();
   REAL(MPI_Comm_rank)(comm, &st->rank);
   REAL(MPI_Comm_size)(comm, &st->size);
-  auto seg = transport::NodeSegment::create(comm, static_cast<size_t>(runtime::config().coll_scratch));
+  auto seg = transport::NodeSegment::create(comm, scratch);
   if (!seg) return seg.error();
   st->seg = std::move(seg.value());
+  if (st->seg) {  // every rank got one (create() agrees), so every rank creates the lane's
+    auto lane = std::make_shared<CommState>();
+    lane->rank = st->rank;
+    lane->size = st->size;
+    auto lane_seg = transport::NodeSegment::create(comm, scratch);
+    if (!lane_seg) return lane_seg.error();
+    lane->seg = std::move(lane_seg.value());
+    if (lane->seg) st->nonblocking = std::move(lane);
+  }
   if (!st->seg && st->size > 1) {  // spans nodes: the hierarchy (collective, as the segment's creation)
     auto h = make_hierarchy(comm);
     if (!h) return h.error();

@@ -25,9 +25,17 @@ struct CommState {
   // a communicator spanning nodes: its nodes' communicators and leaders
   // (hierarchical collectives); null for one node, or one rank per node
   std::shared_ptr<Hierarchy> hier;
+  // The lane of the non-blocking collectives: a state of its own (sequence
+  // numbers, flags, scratch), so that blocking and non-blocking collectives
+  // match only among themselves, as the system MPIs match them (separate tag
+  // spaces). A program that orders an MPI_Iallreduce and an MPI_Barrier
+  // differently on different ranks -- mpi4py's Iagree fallback does -- works
+  // with the system MPI; one sequence for both would pair one rank's
+  // Iallreduce with another's Barrier. Null in the lane itself.
+  std::shared_ptr<CommState> nonblocking;
   int rank = 0, size = 0;
-  // Every rank starts its collectives on a communicator in the same order, so
-  // these numbers agree between ranks without a message. Sequence numbers
+  // Every rank starts its collectives of a lane on a communicator in the same
+  // order, so these numbers agree between ranks without a message. Sequence numbers
   // start at 1: a flag of 0 means "nothing yet".
   uint64_t next_seq = 1;   // the next collective (or chunk of one) to start
   uint64_t finished = 0;   // the last one finished here (operations run in order)
@@ -53,10 +61,11 @@ struct CommState {
   }
 };
 
-// The state of `comm` (an intracommunicator). With `may_create` (a blocking
-// collective all ranks are in), creates it on first use: collective; a
-// communicator that spans nodes gets a state without segment. Without, null
-// when not created yet (non-blocking calls must not block to create it).
+// The state of `comm` (an intracommunicator), blocking lane. With `may_create`
+// (a blocking collective all ranks are in), creates it and its non-blocking
+// lane on first use: collective; a communicator that spans nodes gets a state
+// without segment (and no lane). Without, null when not created yet
+// (non-blocking calls must not block to create it).
 Result<std::shared_ptr<CommState>> state_for(MPI_Comm comm, bool may_create);
 
 }  // namespace dtmpi::coll

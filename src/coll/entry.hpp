@@ -19,6 +19,14 @@ Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking);
 // with the hierarchy (coll/hierarchy.hpp; no segment): Barrier, Bcast,
 // Reduce and Allreduce serve those through it.
 Result<std::shared_ptr<CommState>> usable_or_hierarchy(MPI_Comm comm, bool blocking);
+// Whether dtmpi's algorithms may serve a call on `comm` (false: DTMPI_COLL=system,
+// a null communicator). First in every entry, before any check that may
+// differ between ranks: a blocking call creates the communicator's state here
+// whatever algorithm the call then gets (collective: every rank is in the
+// same blocking call), so that from the first blocking collective on, every
+// rank's non-blocking calls find the state and agree on their lane, however
+// each rank orders them against blocking ones (coll/comm_state.hpp).
+Result<bool> may_serve(MPI_Comm comm, MPI_Request* req);
 // Runs `op` to its end (req null) or behind a request; false for a null op.
 Result<bool> start(std::unique_ptr<CollOp> op, MPI_Request* req);
 // A reduction's element: contiguous types only.

@@ -191,6 +191,83 @@ TEST(Coll, NonBlockingInFlight) {
   }
 }
 
+// Blocking and non-blocking collectives interleaved differently on each rank,
+// the order within each kind the same everywhere. Erroneous by the letter of
+// MPI (one order per communicator), but both system MPIs match the two kinds
+// apart (separate tag spaces) and programs rely on it: mpi4py's Iagree
+// fallback posts an MPI_Iallreduce on one rank before an MPI_Barrier the
+// others enter first. dtmpi's two lanes (coll/comm_state.hpp) must match them
+// apart too: one sequence for both paired one rank's Iallreduce with another's
+// Barrier (a hang, or another collective's bytes).
+TEST(Coll, BlockingAndNonBlockingInterleaveApart) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);  // the state exists on every rank
+  auto shared = shared_rng(MPI_COMM_WORLD, 7);
+  std::mt19937 own(static_cast<unsigned>(std::random_device{}()) + static_cast<unsigned>(me));
+  for (int round = 0, rounds = iterations(12); round < rounds; ++round) {
+    // the same list of operations of each kind everywhere: kind 0-3 =
+    // allreduce, bcast, barrier, reduce; counts from 1 to past a scratch slot
+    struct Op {
+      int kind, count, root;
+      std::vector<double> buf, want;
+      MPI_Request req = MPI_REQUEST_NULL;
+    };
+    const int k = 6;
+    std::vector<Op> nb(k), bl(k);
+    for (auto* list : {&nb, &bl})
+      for (int i = 0; i < k; ++i) {
+        Op& o = (*list)[static_cast<size_t>(i)];
+        o.kind = static_cast<int>(shared() % 4);
+        o.count = shared() % 4 == 0 ? 1 + static_cast<int>(shared() % 70000) : 1 + static_cast<int>(shared() % 64);
+        o.root = static_cast<int>(shared() % static_cast<unsigned>(n));
+        o.buf.assign(static_cast<size_t>(o.count), o.kind == 1 && me != o.root ? -1.0 : me + 10.0 * i + o.kind);
+        o.want = o.buf;
+      }
+    // this rank's own merge of the two lists; now and then a test of the
+    // oldest open non-blocking one before a blocking one (as mpi4py does)
+    size_t in = 0, ib = 0;
+    while (in < nb.size() || ib < bl.size()) {
+      const bool take_nb = ib == bl.size() || (in < nb.size() && own() % 2);
+      Op& o = take_nb ? nb[in++] : bl[ib++];
+      void* b = o.buf.data();
+      MPI_Request* r = take_nb ? &o.req : nullptr;
+      int rc = MPI_SUCCESS;
+      switch (o.kind) {
+        case 0: rc = r ? MPI_Iallreduce(MPI_IN_PLACE, b, o.count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r)
+                       : MPI_Allreduce(MPI_IN_PLACE, b, o.count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+        case 1: rc = r ? MPI_Ibcast(b, o.count, MPI_DOUBLE, o.root, MPI_COMM_WORLD, r)
+                       : MPI_Bcast(b, o.count, MPI_DOUBLE, o.root, MPI_COMM_WORLD); break;
+        case 2: rc = r ? MPI_Ibarrier(MPI_COMM_WORLD, r) : MPI_Barrier(MPI_COMM_WORLD); break;
+        default:
+          rc = r ? MPI_Ireduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : nullptr, o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD, r)
+                 : MPI_Reduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : nullptr, o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD);
+      }
+      ASSERT_EQ(rc, MPI_SUCCESS);
+      if (!take_nb && in > 0 && own() % 3 == 0) {
+        int done = 0;
+        ASSERT_EQ(MPI_Test(&nb[in - 1].req, &done, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      }
+    }
+    for (auto& o : nb) ASSERT_EQ(MPI_Wait(&o.req, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    // the system MPI's answers, in one order on every rank
+    for (auto* list : {&nb, &bl})
+      for (size_t i = 0; i < list->size(); ++i) {
+        Op& o = (*list)[i];
+        if (o.kind == 0) PMPI_Allreduce(MPI_IN_PLACE, o.want.data(), o.count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (o.kind == 1) PMPI_Bcast(o.want.data(), o.count, MPI_DOUBLE, o.root, MPI_COMM_WORLD);
+        if (o.kind == 3) {
+          PMPI_Reduce(me == o.root ? MPI_IN_PLACE : o.want.data(), me == o.root ? o.want.data() : nullptr, o.count, MPI_DOUBLE, MPI_MAX, o.root,
+                      MPI_COMM_WORLD);
+          if (me != o.root) o.want = o.buf;  // a non-root's buffer is not the result
+        }
+        ASSERT_EQ(o.buf, o.want) << "round " << round << (list == &nb ? " non-blocking " : " blocking ") << i
+                                 << " kind " << o.kind << " count " << o.count;
+      }
+  }
+}
+
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
 // Under "tuned" with a measured table (DTMPI_COLL_TABLE) the table decides, and
 // on a loaded machine it may rightly name the system MPI for every cell:
