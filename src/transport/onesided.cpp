@@ -42,6 +42,16 @@ void backoff(int& spins) {
 #endif
     return;
   }
+  // The system MPI progresses only inside its calls: a send this rank left
+  // pending (an MPI_Issend freed before a barrier, a rendezvous message
+  // whose data its receiver still waits for) must move while this rank waits
+  // here, or its receiver never reaches the collective this rank waits for
+  // (mpi4py's pkl5 test hung so at 4 ranks). A probe that matches nothing
+  // turns the system MPI's progress engine once.
+  if ((spins & 7) == 0) {
+    int flag = 0;
+    REAL(MPI_Iprobe)(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+  }
   sched_yield();
 }
 

@@ -268,6 +268,45 @@ TEST(Coll, BlockingAndNonBlockingInterleaveApart) {
   }
 }
 
+// MPI's progress rule: a send left pending (here a synchronous one of 8 MiB,
+// which needs its sender to move the data) completes while its sender waits
+// in a blocking collective, since its receiver enters that collective only
+// after receiving. dtmpi's algorithms wait on shared memory, not in the system
+// MPI: without turning the system MPI's progress engine there (backoff in
+// transport/onesided.cpp) this hangs (mpi4py's pkl5 test did: an MPI_Issend
+// freed before a barrier).
+TEST(Coll, PendingSendsMoveInsideCollectives) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 2) GTEST_SKIP() << "one rank";
+  const int count = 1 << 20;  // doubles: 8 MiB
+  std::vector<double> big(static_cast<size_t>(count));
+  for (int kind = 0; kind < 4; ++kind) {
+    if (me == 0) std::fill(big.begin(), big.end(), 1.0 + kind);
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (me == 0) {
+      ASSERT_EQ(MPI_Issend(big.data(), count, MPI_DOUBLE, 1, 40 + kind, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+    }
+    if (me == 1) {
+      ASSERT_EQ(MPI_Recv(big.data(), count, MPI_DOUBLE, 0, 40 + kind, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      EXPECT_EQ(big.front(), 1.0 + kind);
+      EXPECT_EQ(big.back(), 1.0 + kind);
+    }
+    double v = me, sum = 0;
+    switch (kind) {
+      case 0: ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS); break;
+      case 1: ASSERT_EQ(MPI_Bcast(&v, 1, MPI_DOUBLE, n - 1, MPI_COMM_WORLD), MPI_SUCCESS); EXPECT_EQ(v, n - 1); break;
+      case 2: ASSERT_EQ(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+              EXPECT_EQ(sum, n * (n - 1) / 2.0); break;
+      default: ASSERT_EQ(MPI_Reduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, n - 1, MPI_COMM_WORLD), MPI_SUCCESS);
+    }
+    if (me == 0) {
+      ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    }
+  }
+}
+
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
 // Under "tuned" with a measured table (DTMPI_COLL_TABLE) the table decides, and
 // on a loaded machine it may rightly name the system MPI for every cell:
