@@ -216,7 +216,18 @@
 #ifdef DTMPI_HAVE_MPI_LARGE_COUNT
 #define DTMPI_REAL_FUNCTIONS_LARGE_COUNT(X) \
   X(MPI_Type_get_contents_c) \
-  X(MPI_Type_get_envelope_c)
+  X(MPI_Type_get_envelope_c) \
+  X(MPI_Put_c) \
+  X(MPI_Get_c) \
+  X(MPI_Accumulate_c) \
+  X(MPI_Get_accumulate_c) \
+  X(MPI_Rput_c) \
+  X(MPI_Rget_c) \
+  X(MPI_Raccumulate_c) \
+  X(MPI_Rget_accumulate_c) \
+  X(MPI_Win_create_c) \
+  X(MPI_Win_allocate_c) \
+  X(MPI_Win_shared_query_c)
 #else
 #define DTMPI_REAL_FUNCTIONS_LARGE_COUNT(X)
 #endif

@@ -193,18 +193,28 @@ TEST(Coll, NonBlockingInFlight) {
 
 // Blocking and non-blocking collectives interleaved differently on each rank,
 // the order within each kind the same everywhere. Erroneous by the letter of
-// MPI (one order per communicator), but both system MPIs match the two kinds
+// MPI (one order per communicator), but Open MPI matches the two kinds
 // apart (separate tag spaces) and programs rely on it: mpi4py's Iagree
 // fallback posts an MPI_Iallreduce on one rank before an MPI_Barrier the
-// others enter first. dtmpi's two lanes (coll/comm_state.hpp) must match them
+// others enter first (MPICH 4.0.2 crashes itself: skipped there). dtmpi's two
+// lanes (coll/comm_state.hpp) must match them
 // apart too: one sequence for both paired one rank's Iallreduce with another's
 // Barrier (a hang, or another collective's bytes).
 TEST(Coll, BlockingAndNonBlockingInterleaveApart) {
   int me = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  if (std::strstr(version, "MPICH"))  // the same answer on every rank
+    GTEST_SKIP() << "MPICH 4.0.2 does not match the two kinds apart itself: its own MPI_Reduce crashes "
+                    "in this program (seen 2026-11-27), so only Open MPI's runs check dtmpi's lanes";
   ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);  // the state exists on every rank
   auto shared = shared_rng(MPI_COMM_WORLD, 7);
+  // a non-root's receive buffer of a reduce (MPICH 4.0.2's MPI_Reduce reads
+  // a non-root's null one: seen crashing)
+  std::vector<double> sink(70000);
   std::mt19937 own(static_cast<unsigned>(std::random_device{}()) + static_cast<unsigned>(me));
   for (int round = 0, rounds = iterations(12); round < rounds; ++round) {
     // the same list of operations of each kind everywhere: kind 0-3 =
@@ -241,8 +251,8 @@ TEST(Coll, BlockingAndNonBlockingInterleaveApart) {
                        : MPI_Bcast(b, o.count, MPI_DOUBLE, o.root, MPI_COMM_WORLD); break;
         case 2: rc = r ? MPI_Ibarrier(MPI_COMM_WORLD, r) : MPI_Barrier(MPI_COMM_WORLD); break;
         default:
-          rc = r ? MPI_Ireduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : nullptr, o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD, r)
-                 : MPI_Reduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : nullptr, o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD);
+          rc = r ? MPI_Ireduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : sink.data(), o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD, r)
+                 : MPI_Reduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : sink.data(), o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD);
       }
       ASSERT_EQ(rc, MPI_SUCCESS);
       if (!take_nb && in > 0 && own() % 3 == 0) {
@@ -258,8 +268,8 @@ TEST(Coll, BlockingAndNonBlockingInterleaveApart) {
         if (o.kind == 0) PMPI_Allreduce(MPI_IN_PLACE, o.want.data(), o.count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         if (o.kind == 1) PMPI_Bcast(o.want.data(), o.count, MPI_DOUBLE, o.root, MPI_COMM_WORLD);
         if (o.kind == 3) {
-          PMPI_Reduce(me == o.root ? MPI_IN_PLACE : o.want.data(), me == o.root ? o.want.data() : nullptr, o.count, MPI_DOUBLE, MPI_MAX, o.root,
-                      MPI_COMM_WORLD);
+          PMPI_Reduce(me == o.root ? MPI_IN_PLACE : o.want.data(), me == o.root ? o.want.data() : sink.data(), o.count,
+                      MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD);
           if (me != o.root) o.want = o.buf;  // a non-root's buffer is not the result
         }
         ASSERT_EQ(o.buf, o.want) << "round " << round << (list == &nb ? " non-blocking " : " blocking ") << i

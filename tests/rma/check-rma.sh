@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs tests/rma/rma_program with three seeds under dtmpi and requires the
 # output the oracle gave: MPICH's own one-sided communication on host memory.
-#   check-rma.sh MPIEXEC NRANKS LIBDTMPI PROGRAM host|dynamic|device
+#   check-rma.sh MPIEXEC NRANKS LIBDTMPI PROGRAM host|dynamic|large|device
 #   check-rma.sh --regen MPIEXEC.MPICH PROGRAM-BUILT-WITH-MPICH
 # host:    dtmpi serves the host windows (DTMPI_RMA=all), preloaded
 # dynamic: the same with MPI_Win_create_dynamic + MPI_Win_attach
+# large:   host, every call in its MPI-4 large-count form (MPI_Put_c, ...,
+#          MPI_Win_create_c); exits 77 where the MPI has none (Open MPI 4.1)
 # device:  window memory and every origin/result buffer in GPU memory, with
 #          dtmpi's default policy (DTMPI_RMA=auto); exits 77 without a GPU
 # The oracle's output depends on no MPI (hashes of ints), so it is kept in
@@ -29,6 +31,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 args=()
 [ "$mode" = dynamic ] && args=(--dynamic)
+[ "$mode" = large ] && args=(--large-count)
 mpich=0
 "$mpiexec" --version 2>&1 | grep -qi "hydra\|mpich" && mpich=1
 for seed in $seeds; do
@@ -47,7 +50,7 @@ for seed in $seeds; do
       --rounds 6 "${args[@]}" >"$out/dtmpi" 2>"$out/dtmpi-err"
   fi
   rc=$?
-  if [ $rc -eq 77 ] || grep -q "skipped" "$out/dtmpi"; then echo "no GPU: skipped"; exit 77; fi
+  if [ $rc -eq 77 ] || grep -q "skipped" "$out/dtmpi"; then grep -m1 "skipped" "$out/dtmpi"; exit 77; fi
   if [ $rc -ne 0 ]; then
     echo "the program failed under dtmpi (seed $seed, exit $rc):"; cat "$out/dtmpi-err" "$out/dtmpi"; exit 1
   fi
