@@ -250,7 +250,8 @@ if [ "$what" = rma ]; then
   [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build dtmpi, rma_program ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
-  cmake --build $build -j "$(nproc)" --target dtmpi rma_program rma_errors dtmpi-bench > "$out/build-rma.log" 2>&1 \
+  cmake --build $build -j "$(nproc)" --target dtmpi rma_program rma_errors rma_attributes rma_passive_progress rma_pair_types \
+    rma_blocking_progress dtmpi-bench > "$out/build-rma.log" 2>&1 \
     || { grep -E "error" -A5 "$out/build-rma.log" | head -40; exit 1; }
   step "ctest -L rma: the random RMA program against MPICH's results, host (DTMPI_RMA=all) and GPU memory"
   (cd $build && timeout 300 ctest -L rma -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-rma.log" \
@@ -267,6 +268,9 @@ if [ "$what" = rma ]; then
   step "dtmpi-bench rma: put/get/accumulate on GPU windows (same node: CUDA IPC) vs manual, limit, the system MPI's host window"
   OMPI_MCA_osc=pt2pt timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 | grep -v "dtmpi warn" \
     | tee "$out/rma-bench.txt" | tail -14
+  step "dtmpi-bench rma with DTMPI_TEST_TWO_KERNEL_MOVE=1: the paths before the layout kernels (acc-host: offset lists)"
+  DTMPI_TEST_TWO_KERNEL_MOVE=1 OMPI_MCA_osc=pt2pt timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 \
+    | grep -v "dtmpi warn" | tee "$out/rma-bench-before.txt" | tail -14
   step "dtmpi-bench rma with rank 1 on another (emulated) node: DTMPI_RANKS_PER_NODE=1, the message protocol"
   DTMPI_RANKS_PER_NODE=1 OMPI_MCA_osc=pt2pt timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench rma --gpu 2>&1 \
     | grep -v "dtmpi warn" | tee "$out/rma-bench-nodes.txt" | tail -14

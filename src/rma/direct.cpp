@@ -15,6 +15,7 @@
 #include "runtime/device_pack.hpp"
 #include "runtime/streams.hpp"
 #include "transport/peers.hpp"
+#include "type/registry.hpp"
 
 namespace dtmpi::rma {
 namespace {
@@ -74,6 +75,55 @@ Status move(const type::PackPlan& src_plan, int64_t src_count, const char* src, 
   if (st) st = runtime::gpu_unpack(dst_plan, dst_count, tmp.value().ptr, ti, dst, di);
   runtime::release_device_buffer(tmp.value());
   return st;
+}
+
+// An accumulate whose operand or result buffer a kernel cannot reach (host
+// memory, another GPU's): the operands packed into pinned, mapped staging
+// that the kernel reads in place, the old values written into pinned staging
+// and unpacked from there -- one kernel and no list of the target's element
+// offsets (which cost 8 bytes per element, built on the host). False where
+// no pinned staging is to be had or a layout is not whole aligned elements.
+Result<bool> accumulate_through_staging(int device, const LayoutSide& target, const Side& o, const Side* result,
+                                        const type::PackPlan* oplan, const type::PackPlan* rplan,
+                                        const runtime::PointerInfo& oi, const runtime::PointerInfo& ri,
+                                        MPI_Datatype element, int64_t n, AtomicType at, AtomicOp aop) {
+  auto eplan = type::plan_for(element);
+  if (!eplan) return false;
+  const size_t bytes = static_cast<size_t>(n * eplan->size);
+  const bool operands = aop != AtomicOp::kNoOp;
+  runtime::Staging in{}, out{};
+  auto release = [&] {
+    if (in.ptr) runtime::release_staging(in);
+    if (out.ptr) runtime::release_staging(out);
+  };
+  if (operands) {
+    auto s = runtime::acquire_staging(bytes);
+    if (!s) return s.error();
+    in = s.value();
+  }
+  if (result) {
+    auto s = runtime::acquire_staging(bytes);
+    if (!s) {
+      release();
+      return s.error();
+    }
+    out = s.value();
+  }
+  if ((operands && !in.pinned) || (result && !out.pinned)) {
+    release();
+    return false;
+  }
+  Status st = operands ? pack_any(*oplan, o.count, o.buf, oi, in.ptr) : ok_status();
+  Result<bool> done = false;
+  if (st) {
+    const LayoutSide origin{eplan.get(), n, in.ptr};
+    const LayoutSide fetched{eplan.get(), n, out.ptr};
+    done = atomic_apply_layouts(device, target, operands ? &origin : nullptr, result ? &fetched : nullptr, n, at, aop);
+    if (done && done.value() && result) st = unpack_any(*rplan, result->count, out.ptr, result->buf, ri);
+  }
+  release();
+  if (!st) return st.error();
+  return done;
 }
 
 }  // namespace
@@ -159,6 +209,20 @@ Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, con
     const LayoutSide fetched{rplan, result ? result->count : 0, result ? result->buf : nullptr};
     auto done = atomic_apply_layouts(device, target, aop == AtomicOp::kNoOp ? nullptr : &origin,
                                      result ? &fetched : nullptr, bytes / el, at, aop);
+    if (!done) return done.error();
+    if (done.value()) {
+      runtime::count(runtime::Counter::kRmaOps);
+      runtime::count(runtime::Counter::kRmaDirect);
+      runtime::count(runtime::Counter::kRmaLayoutKernels);
+      return true;
+    }
+  }
+  // a host operand or result buffer: one kernel all the same, reading the
+  // operands from pinned staging in place and writing the old values there
+  if (!runtime::test_hooks().two_kernel_move) {
+    const LayoutSide target{&tplan, t.count, base.value()};
+    auto done = accumulate_through_staging(device, target, o, result, oplan, rplan, oi, ri, element, bytes / el, at,
+                                           aop);
     if (!done) return done.error();
     if (done.value()) {
       runtime::count(runtime::Counter::kRmaOps);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests/rma/rma_program with three seeds under dtmpi and requires the
 # output the oracle gave: MPICH's own one-sided communication on host memory.
-#   check-rma.sh MPIEXEC NRANKS LIBDTMPI PROGRAM host|dynamic|large|device
+#   check-rma.sh MPIEXEC NRANKS LIBDTMPI PROGRAM host|dynamic|large|device|device-host
 #   check-rma.sh --regen MPIEXEC.MPICH PROGRAM-BUILT-WITH-MPICH
 # host:    dtmpi serves the host windows (DTMPI_RMA=all), preloaded
 # dynamic: the same with MPI_Win_create_dynamic + MPI_Win_attach
@@ -9,6 +9,8 @@
 #          MPI_Win_create_c); exits 77 where the MPI has none (Open MPI 4.1)
 # device:  window memory and every origin/result buffer in GPU memory, with
 #          dtmpi's default policy (DTMPI_RMA=auto); exits 77 without a GPU
+# device-host: window memory in GPU memory, origin/result buffers in host
+#          memory (accumulates: one kernel reading pinned staging)
 # The oracle's output depends on no MPI (hashes of ints), so it is kept in
 # tests/rma/expected/ and every build compares with it; under MPICH the
 # plain program is run too and must still give it (else the program changed:
@@ -32,6 +34,7 @@ trap 'rm -rf "$out"' EXIT
 args=()
 [ "$mode" = dynamic ] && args=(--dynamic)
 [ "$mode" = large ] && args=(--large-count)
+[ "$mode" = device-host ] && args=(--host-buffers)
 mpich=0
 "$mpiexec" --version 2>&1 | grep -qi "hydra\|mpich" && mpich=1
 for seed in $seeds; do
@@ -42,9 +45,9 @@ for seed in $seeds; do
       echo "seed $seed: MPICH's own RMA no longer gives $expected: the program changed? (check-rma.sh --regen)"; exit 1
     fi
   fi
-  if [ "$mode" = device ]; then
+  if [ "${mode%-host}" = device ]; then
     DTMPI_STATS=1 "$mpiexec" -n "$n" "$here/../run-preloaded.sh" "$lib" "$prog" --seed $seed --rounds 6 --device \
-      >"$out/dtmpi" 2>"$out/dtmpi-err"
+      "${args[@]}" >"$out/dtmpi" 2>"$out/dtmpi-err"
   else
     DTMPI_RMA=all DTMPI_STATS=1 "$mpiexec" -n "$n" "$here/../run-preloaded.sh" "$lib" "$prog" --seed $seed \
       --rounds 6 "${args[@]}" >"$out/dtmpi" 2>"$out/dtmpi-err"
@@ -64,7 +67,7 @@ for seed in $seeds; do
   served=$(grep -o 'RMA windows 1, operations' "$out/dtmpi-err" | wc -l)
   ops=$(grep -o 'operations [0-9]*' "$out/dtmpi-err" | awk '{s += $2} END {print s + 0}')
   applied=$(grep -o 'applied as target [0-9]*' "$out/dtmpi-err" | awk '{s += $4} END {print s + 0}')
-  if [ "$mode" != device ] && [ "$applied" -eq 0 ]; then ops=0; fi
+  if [ "${mode%-host}" != device ] && [ "$applied" -eq 0 ]; then ops=0; fi
   if [ "$served" -ne "$n" ] || [ "$ops" -eq 0 ]; then
     echo "seed $seed: dtmpi did not serve the window on every rank:"; grep -i 'rma' "$out/dtmpi-err"; exit 1
   fi
@@ -75,8 +78,9 @@ for seed in $seeds; do
 done
 # device windows of one node, every rank mapping every other: some put or get
 # between two non-contiguous layouts went by the one kernel (the random types
-# make such pairs in every seed set; none would mean the path is never tested)
-if [ "$mode" = device ] && [ -z "${DTMPI_TEST_REFUSE_IPC:-}" ] && [ -z "${DTMPI_RANKS_PER_NODE:-}" ] &&
+# make such pairs in every seed set; none would mean the path is never tested);
+# with host buffers, the accumulates' kernels reading pinned staging count
+if [ "${mode%-host}" = device ] && [ -z "${DTMPI_TEST_REFUSE_IPC:-}" ] && [ -z "${DTMPI_RANKS_PER_NODE:-}" ] &&
    [ -z "${DTMPI_TEST_TWO_KERNEL_MOVE:-}" ] && [ "$layout_all" -eq 0 ]; then
   echo "no put or get went by the layout-to-layout kernel: the path is untested"; exit 1
 fi

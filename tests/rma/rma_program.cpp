@@ -16,7 +16,7 @@
 // compare-and-swap use a slot per origin. Get, get-accumulate, fetch-and-op
 // and compare-and-swap results are hashed too.
 //
-// usage: rma_program [--seed N] [--rounds N] [--device] [--dynamic] [--large-count] [--dump]
+// usage: rma_program [--seed N] [--rounds N] [--device [--host-buffers]] [--dynamic] [--large-count] [--dump]
 #include <mpi.h>
 
 #include <cstdint>
@@ -58,19 +58,31 @@ void check(int rc, const char* what) {
 
 // --- memory: host or device ------------------------------------------------
 
-void* alloc(size_t bytes) {
+// --host-buffers (with --device): window memory on the GPU, every origin and
+// result buffer in host memory (the accumulates' staged kernel path)
+bool g_host_buffers = false;
+
+// Window memory (`window`) or an origin/result buffer.
+void* alloc(size_t bytes, bool window = false) {
 #ifdef DTMPI_TEST_CUDA
-  if (g_device) {
+  if (g_device && (window || !g_host_buffers)) {
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) MPI_Abort(MPI_COMM_WORLD, 2);
     return p;
   }
 #endif
+  (void)window;
   return std::calloc(1, bytes);
 }
+#ifdef DTMPI_TEST_CUDA
+bool device_memory(const void* p) {
+  cudaPointerAttributes a{};
+  return g_device && cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
+}
+#endif
 void release(void* p) {
 #ifdef DTMPI_TEST_CUDA
-  if (g_device) {
+  if (device_memory(p)) {
     cudaFree(p);
     return;
   }
@@ -79,7 +91,7 @@ void release(void* p) {
 }
 void to_mem(void* dst, const void* src, size_t bytes) {
 #ifdef DTMPI_TEST_CUDA
-  if (g_device) {
+  if (device_memory(dst)) {
     cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
     return;
   }
@@ -88,7 +100,7 @@ void to_mem(void* dst, const void* src, size_t bytes) {
 }
 void from_mem(void* dst, const void* src, size_t bytes) {
 #ifdef DTMPI_TEST_CUDA
-  if (g_device) {
+  if (device_memory(src)) {
     cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
     return;
   }
@@ -223,9 +235,10 @@ int main(int argc, char** argv) {
     else if (a == "--device") g_device = true;
     else if (a == "--dynamic") dynamic = true;
     else if (a == "--large-count") g_large = true;
+    else if (a == "--host-buffers") g_host_buffers = true;
     else if (a == "--dump") dump = true;
     else {
-      std::fprintf(stderr, "usage: rma_program [--seed N] [--rounds N] [--device] [--dynamic] [--large-count] [--dump]\n");
+      std::fprintf(stderr, "usage: rma_program [--seed N] [--rounds N] [--device [--host-buffers]] [--dynamic] [--large-count] [--dump]\n");
       return 2;
     }
   }
@@ -260,7 +273,7 @@ int main(int argc, char** argv) {
   const size_t win_bytes = static_cast<size_t>(L.total()) * sizeof(int);
   std::vector<int> init(static_cast<size_t>(L.total()));
   for (int i = 0; i < L.total(); ++i) init[static_cast<size_t>(i)] = g_rank * 100000 + i;
-  void* mem = alloc(win_bytes);
+  void* mem = alloc(win_bytes, true);
   to_mem(mem, init.data(), win_bytes);
   MPI_Win win;
   std::vector<MPI_Aint> bases(static_cast<size_t>(g_size), 0);
