@@ -200,29 +200,23 @@ Result<bool> direct_accumulate(Window& w, const Side& o, const Side* result, con
   const int64_t el = (at == AtomicType::kI32 || at == AtomicType::kU32 || at == AtomicType::kF32) ? 4 : 8;
   const runtime::PointerInfo oi = aop == AtomicOp::kNoOp ? runtime::PointerInfo{} : runtime::pointer_info(o.buf);
   const runtime::PointerInfo ri = result ? runtime::pointer_info(result->buf) : runtime::PointerInfo{};
-  // operands and old values in GPU memory too: one kernel reads and writes
-  // every side in its own layout (no host copies, no offset lists)
-  if ((aop == AtomicOp::kNoOp || kernel_reaches(oi, device)) && (!result || kernel_reaches(ri, device)) &&
-      !runtime::test_hooks().two_kernel_move) {
-    const LayoutSide target{&tplan, t.count, base.value()};
-    const LayoutSide origin{oplan, o.count, const_cast<void*>(o.buf)};
-    const LayoutSide fetched{rplan, result ? result->count : 0, result ? result->buf : nullptr};
-    auto done = atomic_apply_layouts(device, target, aop == AtomicOp::kNoOp ? nullptr : &origin,
-                                     result ? &fetched : nullptr, bytes / el, at, aop);
-    if (!done) return done.error();
-    if (done.value()) {
-      runtime::count(runtime::Counter::kRmaOps);
-      runtime::count(runtime::Counter::kRmaDirect);
-      runtime::count(runtime::Counter::kRmaLayoutKernels);
-      return true;
-    }
-  }
-  // a host operand or result buffer: one kernel all the same, reading the
-  // operands from pinned staging in place and writing the old values there
+  // One kernel applies every element in the target's layout: operands and old
+  // values in GPU memory it reaches are read and written in their own layouts
+  // (no host copies, no offset lists); a host operand or result buffer goes
+  // through pinned staging the kernel reads and writes in place.
   if (!runtime::test_hooks().two_kernel_move) {
     const LayoutSide target{&tplan, t.count, base.value()};
-    auto done = accumulate_through_staging(device, target, o, result, oplan, rplan, oi, ri, element, bytes / el, at,
-                                           aop);
+    const bool reached =
+        (aop == AtomicOp::kNoOp || kernel_reaches(oi, device)) && (!result || kernel_reaches(ri, device));
+    Result<bool> done = false;
+    if (reached) {
+      const LayoutSide origin{oplan, o.count, const_cast<void*>(o.buf)};
+      const LayoutSide fetched{rplan, result ? result->count : 0, result ? result->buf : nullptr};
+      done = atomic_apply_layouts(device, target, aop == AtomicOp::kNoOp ? nullptr : &origin,
+                                  result ? &fetched : nullptr, bytes / el, at, aop);
+    } else {
+      done = accumulate_through_staging(device, target, o, result, oplan, rplan, oi, ri, element, bytes / el, at, aop);
+    }
     if (!done) return done.error();
     if (done.value()) {
       runtime::count(runtime::Counter::kRmaOps);

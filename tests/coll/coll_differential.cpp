@@ -251,8 +251,10 @@ TEST(Coll, BlockingAndNonBlockingInterleaveApart) {
                        : MPI_Bcast(b, o.count, MPI_DOUBLE, o.root, MPI_COMM_WORLD); break;
         case 2: rc = r ? MPI_Ibarrier(MPI_COMM_WORLD, r) : MPI_Barrier(MPI_COMM_WORLD); break;
         default:
-          rc = r ? MPI_Ireduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : sink.data(), o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD, r)
-                 : MPI_Reduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : sink.data(), o.count, MPI_DOUBLE, MPI_MAX, o.root, MPI_COMM_WORLD);
+          rc = r ? MPI_Ireduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : sink.data(), o.count, MPI_DOUBLE,
+                               MPI_MAX, o.root, MPI_COMM_WORLD, r)
+                 : MPI_Reduce(me == o.root ? MPI_IN_PLACE : b, me == o.root ? b : sink.data(), o.count, MPI_DOUBLE,
+                              MPI_MAX, o.root, MPI_COMM_WORLD);
       }
       ASSERT_EQ(rc, MPI_SUCCESS);
       if (!take_nb && in > 0 && own() % 3 == 0) {

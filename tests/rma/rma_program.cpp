@@ -238,7 +238,9 @@ int main(int argc, char** argv) {
     else if (a == "--host-buffers") g_host_buffers = true;
     else if (a == "--dump") dump = true;
     else {
-      std::fprintf(stderr, "usage: rma_program [--seed N] [--rounds N] [--device [--host-buffers]] [--dynamic] [--large-count] [--dump]\n");
+      std::fprintf(stderr,
+                   "usage: rma_program [--seed N] [--rounds N] [--device [--host-buffers]] [--dynamic] [--large-count] "
+                   "[--dump]\n");
       return 2;
     }
   }
@@ -327,17 +329,23 @@ int main(int argc, char** argv) {
         const bool request = pick(mine, 0, 1) == 1;
         MPI_Request req = MPI_REQUEST_NULL;
         if (op == 0) {  // put
-          if (request) CHECK(RMA_CALL(MPI_Rput, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win, &req));
-          else CHECK(RMA_CALL(MPI_Put, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win));
+          if (request)
+            CHECK(RMA_CALL(MPI_Rput, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win, &req));
+          else
+            CHECK(RMA_CALL(MPI_Put, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win));
         } else if (op == 1) {  // get
-          if (request) CHECK(RMA_CALL(MPI_Rget, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win, &req));
-          else CHECK(RMA_CALL(MPI_Get, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win));
+          if (request)
+            CHECK(RMA_CALL(MPI_Rget, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win, &req));
+          else
+            CHECK(RMA_CALL(MPI_Get, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, win));
           pending.push_back({obuf, kRegion * sizeof(int)});
         } else if (op == 2) {  // accumulate into my region
           MPI_Op o = pick(mine, 0, 1) ? MPI_SUM : MPI_REPLACE;
           if (request)
-            CHECK(RMA_CALL(MPI_Raccumulate, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, o, win, &req));
-          else CHECK(RMA_CALL(MPI_Accumulate, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, o, win));
+            CHECK(RMA_CALL(MPI_Raccumulate, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, o, win,
+                           &req));
+          else
+            CHECK(RMA_CALL(MPI_Accumulate, obuf, ot.count, ot.type, t, disp(t, region), tt.count, tt.type, o, win));
         } else if (op == 3) {  // get_accumulate into my region, result in a third layout
           void* rbuf = alloc(kRegion * sizeof(int));
           to_mem(rbuf, std::vector<int>(kRegion, -7).data(), kRegion * sizeof(int));
@@ -346,16 +354,17 @@ int main(int argc, char** argv) {
           types.push_back(rt);
           MPI_Op o = pick(mine, 0, 2) == 0 ? MPI_NO_OP : (pick(mine, 0, 1) ? MPI_MAX : MPI_BXOR);
           if (request)
-            CHECK(RMA_CALL(MPI_Rget_accumulate, obuf, ot.count, ot.type, rbuf, rt.count, rt.type, t, disp(t, region), tt.count,
-                                      tt.type, o, win, &req));
+            CHECK(RMA_CALL(MPI_Rget_accumulate, obuf, ot.count, ot.type, rbuf, rt.count, rt.type, t, disp(t, region),
+                           tt.count, tt.type, o, win, &req));
           else
-            CHECK(RMA_CALL(MPI_Get_accumulate, obuf, ot.count, ot.type, rbuf, rt.count, rt.type, t, disp(t, region), tt.count,
-                                     tt.type, o, win));
+            CHECK(RMA_CALL(MPI_Get_accumulate, obuf, ot.count, ot.type, rbuf, rt.count, rt.type, t, disp(t, region),
+                           tt.count, tt.type, o, win));
           pending.push_back({rbuf, kRegion * sizeof(int)});
         } else if (op == 4) {  // everyone's sum into the shared area
           Typed st = random_type(mine, n, kShared);
           types.push_back(st);
-          CHECK(RMA_CALL(MPI_Accumulate, obuf, ot.count, ot.type, t, disp(t, L.shared_at()), st.count, st.type, MPI_SUM, win));
+          CHECK(RMA_CALL(MPI_Accumulate, obuf, ot.count, ot.type, t, disp(t, L.shared_at()), st.count, st.type, MPI_SUM,
+                         win));
         } else {  // fetch-and-op on my slot, then compare-and-swap on my other slot
           void* rbuf = alloc(2 * sizeof(int));
           buffers.push_back(rbuf);
@@ -434,7 +443,8 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(fnv(now.data(), win_bytes)),
                 static_cast<unsigned long long>(result_hash));
     if (dump)
-      for (int i = 0; i < L.total(); ++i) std::printf("round %d rank %d [%d] = %d\n", round, g_rank, i, now[static_cast<size_t>(i)]);
+      for (int i = 0; i < L.total(); ++i)
+        std::printf("round %d rank %d [%d] = %d\n", round, g_rank, i, now[static_cast<size_t>(i)]);
     for (Typed& t : types) free_type(t);
     for (void* b : buffers) release(b);
   }
