@@ -251,7 +251,7 @@ if [ "$what" = rma ]; then
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build dtmpi, rma_program ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
   cmake --build $build -j "$(nproc)" --target dtmpi rma_program rma_errors rma_attributes rma_passive_progress rma_pair_types \
-    rma_blocking_progress dtmpi-bench > "$out/build-rma.log" 2>&1 \
+    rma_blocking_progress rma_large_messages dtmpi-bench > "$out/build-rma.log" 2>&1 \
     || { grep -E "error" -A5 "$out/build-rma.log" | head -40; exit 1; }
   step "ctest -L rma: the random RMA program against MPICH's results, host (DTMPI_RMA=all) and GPU memory"
   (cd $build && timeout 300 ctest -L rma -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-rma.log" \

@@ -50,7 +50,7 @@ Status make_request(Window& w, int target, uint64_t seq, MPI_Request* request) {
 // The message of one data operation: header, the target plan's definition on
 // its first use with this target, then `payload` bytes the caller fills.
 struct Message {
-  std::vector<unsigned char> bytes;
+  MessageBytes bytes;
   size_t payload_at = 0;
   unsigned char* payload() { return bytes.data() + payload_at; }
 };
@@ -70,7 +70,7 @@ Result<Message> compose(Window& w, RequestHeader h, int target, const PlanPtr& t
   h.plan_bytes = static_cast<int32_t>(defn.size());
   h.payload = payload;
   Message m;
-  m.bytes.resize(sizeof h + defn.size() + static_cast<size_t>(payload));
+  m.bytes = MessageBytes::allocate(sizeof h + defn.size() + static_cast<size_t>(payload));
   std::memcpy(m.bytes.data(), &h, sizeof h);
   if (!defn.empty()) std::memcpy(m.bytes.data() + sizeof h, defn.data(), defn.size());
   m.payload_at = sizeof h + defn.size();

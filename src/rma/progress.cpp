@@ -66,7 +66,7 @@ Result<Located> locate(Window& w, int64_t disp, const type::PackPlan& plan, int6
   return Located{static_cast<char*>(w.base) + off, w.info};
 }
 
-void send_reply(Window& w, int origin, std::vector<unsigned char> bytes) {
+void send_reply(Window& w, int origin, MessageBytes bytes) {
   Outgoing o;
   o.bytes = std::move(bytes);
   const int rc = REAL(MPI_Isend)(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, origin, kTagReply,
@@ -176,7 +176,7 @@ void grant_waiting(Window& w) {
   }
 }
 
-Status handle(Window& w, int origin, const std::vector<unsigned char>& msg) {
+Status handle(Window& w, int origin, const MessageBytes& msg) {
   RequestHeader h;
   if (msg.size() < sizeof h) return Error{MPI_ERR_INTERN, "short one-sided request from a peer"};
   std::memcpy(&h, msg.data(), sizeof h);
@@ -209,7 +209,7 @@ Status handle(Window& w, int origin, const std::vector<unsigned char>& msg) {
     }
     case Kind::kGet: {
       auto at = locate(w, h.disp, *plan, h.count);
-      std::vector<unsigned char> out(static_cast<size_t>(plan->size * h.count));
+      MessageBytes out = MessageBytes::allocate(static_cast<size_t>(plan->size * h.count));
       Status s = at ? pack_any(*plan, h.count, at.value().addr, at.value().info, out.data()) : Status(at.error());
       send_reply(w, origin, std::move(out));  // always answered: the origin waits for it
       if (!s) return s;
@@ -284,7 +284,7 @@ void progress_window(Window& w) {
     if (REAL(MPI_Improbe)(MPI_ANY_SOURCE, kTagRequest, w.comm, &flag, &m, &st) != MPI_SUCCESS || !flag) break;
     int n = 0;
     REAL(MPI_Get_count)(&st, MPI_BYTE, &n);
-    std::vector<unsigned char> msg(static_cast<size_t>(std::max(n, 0)));
+    MessageBytes msg = MessageBytes::allocate(static_cast<size_t>(std::max(n, 0)));
     if (REAL(MPI_Mrecv)(msg.data(), n, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
       defer(w, Error{MPI_ERR_OTHER, "receiving a one-sided request failed"});
       break;
@@ -336,7 +336,7 @@ void wait_until_fn(bool (*done)(void*), void* ctx) {
   }
 }
 
-Status send_request(Window& w, int target, std::vector<unsigned char> bytes, bool operation) {
+Status send_request(Window& w, int target, MessageBytes bytes, bool operation) {
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
     return Error{MPI_ERR_COUNT, "one-sided operation larger than 2 GiB"};
   Outgoing o;
@@ -364,7 +364,7 @@ Status send_control(Window& w, int target, Kind kind, int32_t lock_type) {
 Result<uint64_t> expect_reply(Window& w, int target, PendingReply r, int64_t bytes) {
   if (bytes > INT32_MAX) return Error{MPI_ERR_COUNT, "one-sided reply larger than 2 GiB"};
   Peer& p = w.peers[static_cast<size_t>(target)];
-  r.bytes.resize(static_cast<size_t>(bytes));
+  r.bytes = MessageBytes::allocate(static_cast<size_t>(bytes));
   DTMPI_MPI_CHECK(REAL(MPI_Irecv)(r.bytes.data(), static_cast<int>(bytes), MPI_BYTE, target, kTagReply, w.comm,
                                   &r.request));
   r.seq = ++p.replies_posted;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "rma/message_bytes.hpp"
 #include "rma/protocol.hpp"
 #include "runtime/pointer_kind.hpp"
 #include "transport/ipc.hpp"
@@ -34,7 +35,7 @@ namespace dtmpi::rma {
 // system MPI is done with them.
 struct Outgoing {
   MPI_Request request = MPI_REQUEST_NULL;
-  std::vector<unsigned char> bytes;
+  MessageBytes bytes;
 };
 
 // A reply this rank (as origin) waits for: its receive, and what to do with
@@ -42,7 +43,7 @@ struct Outgoing {
 // grant or acknowledgement).
 struct PendingReply {
   MPI_Request request = MPI_REQUEST_NULL;
-  std::vector<unsigned char> bytes;
+  MessageBytes bytes;
   std::shared_ptr<const type::PackPlan> plan;  // null: a control reply
   int64_t count = 0;
   void* user = nullptr;
@@ -232,7 +233,7 @@ std::vector<Window*>& window_list();
 // Sends a request message to `target` (header, optional plan, payload);
 // `operation`: it is an RMA operation of the current epoch (not a
 // synchronization message), which later fences and flushes must cover.
-Status send_request(Window& w, int target, std::vector<unsigned char> bytes, bool operation);
+Status send_request(Window& w, int target, MessageBytes bytes, bool operation);
 // The header alone (synchronization messages).
 Status send_control(Window& w, int target, Kind kind, int32_t lock_type = 0);
 // The deferred error, if any, as a Status (and forgotten).
