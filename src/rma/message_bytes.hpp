@@ -35,6 +35,8 @@ class MessageBytes {
     return pooled_.ptr ? static_cast<const unsigned char*>(pooled_.ptr) : heap_.data();
   }
   size_t size() const { return size_; }
+  // Pinned and mapped host memory: GPU kernels read and write it in place.
+  bool mapped() const { return pooled_.ptr && pooled_.pinned; }
 
  private:
   void release();

@@ -20,6 +20,7 @@
 #include "runtime/stats.hpp"
 #include "transport/engine.hpp"
 #include "type/plan_wire.hpp"
+#include "type/registry.hpp"
 
 namespace dtmpi::rma {
 namespace {
@@ -133,7 +134,7 @@ Status combine(unsigned char* target, const unsigned char* origin, int64_t bytes
 // An accumulate request applied by device atomics (rma/atomic.hpp) where they
 // cover its element type and op; false: apply it on the host.
 Result<bool> apply_atomic(const RequestHeader& h, const type::PackPlan& plan, const Located& at,
-                          const unsigned char* payload, int origin, Window& w) {
+                          const unsigned char* payload, bool payload_mapped, int origin, Window& w) {
   const MPI_Datatype el = type_at(h.element);
   const AtomicType t = atomic_type(el);
   const AtomicOp op = h.kind == Kind::kCompareSwap ? (t == AtomicType::kNone ? AtomicOp::kNone : AtomicOp::kCas)
@@ -141,13 +142,34 @@ Result<bool> apply_atomic(const RequestHeader& h, const type::PackPlan& plan, co
   if (op == AtomicOp::kNone) return false;
   const int64_t size = (t == AtomicType::kI32 || t == AtomicType::kU32 || t == AtomicType::kF32) ? 4 : 8;
   const int64_t n = plan.size * h.count;
-  std::vector<int64_t> offsets;
-  int64_t first = 0;
-  if (!atomic_offsets(plan, h.count, size, offsets, first)) return false;
   const bool fetch = h.kind != Kind::kAccumulate;
   const bool values = op != AtomicOp::kNoOp;
   if (h.payload != (!values ? 0 : op == AtomicOp::kCas ? 2 * n : n))
     return Error{MPI_ERR_INTERN, "accumulate payload does not match its layout"};
+  // operands in a message in pinned, mapped memory (64 KiB and more), old
+  // values into one: one kernel in the window's layout reads and writes them
+  // in place, no list of element offsets (rma/direct.cpp does the same for
+  // origins on this node)
+  if (op != AtomicOp::kCas && (!values || payload_mapped)) {
+    MessageBytes old = MessageBytes::allocate(fetch ? static_cast<size_t>(n) : 0);
+    auto eplan = type::plan_for(el);
+    if (eplan && (!fetch || old.mapped())) {
+      const LayoutSide target{&plan, h.count, at.addr};
+      const LayoutSide operands{eplan.get(), n / size, const_cast<unsigned char*>(payload)};
+      const LayoutSide fetched{eplan.get(), n / size, old.data()};
+      auto done = atomic_apply_layouts(at.info.device, target, values ? &operands : nullptr,
+                                       fetch ? &fetched : nullptr, n / size, t, op);
+      if (!done || done.value()) {
+        if (fetch) send_reply(w, origin, std::move(old));  // always answered: the origin waits for it
+        if (!done) return done.error();
+        runtime::count(runtime::Counter::kRmaLayoutKernels);
+        return true;
+      }
+    }
+  }
+  std::vector<int64_t> offsets;
+  int64_t first = 0;
+  if (!atomic_offsets(plan, h.count, size, offsets, first)) return false;
   std::vector<unsigned char> old(fetch ? static_cast<size_t>(n) : 0);
   Status s = atomic_apply(at.info.device, at.addr, offsets.empty() ? nullptr : offsets.data(), first,
                           values ? payload : nullptr, op == AtomicOp::kCas ? payload + n : nullptr,
@@ -223,7 +245,7 @@ Status handle(Window& w, int origin, const MessageBytes& msg) {
       if (at && at.value().info.kind == runtime::MemKind::kDevice) {
         // device window memory: the same atomics as the direct path of
         // origins on this node, so both kinds of accumulate stay atomic
-        auto done = apply_atomic(h, *plan, at.value(), payload, origin, w);
+        auto done = apply_atomic(h, *plan, at.value(), payload, msg.mapped(), origin, w);
         if (!done) return done.error();
         if (done.value()) break;
       }

@@ -6,10 +6,18 @@
 // served by dtmpi (DTMPI_RMA=all). Every element is checked against values
 // computed here; a reused pooled buffer holding an earlier message's bytes,
 // or one released while its send is in flight, shows as wrong values.
+// --device: the window in GPU memory (with DTMPI_RANKS_PER_NODE=1 every
+// operation is a message, and the target applies the large accumulates by
+// one kernel reading the pinned message in place); exits 77 without a GPU.
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <vector>
+#ifdef DTMPI_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace {
 
@@ -27,17 +35,41 @@ int main(int argc, char** argv) {
   int size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const bool device = argc > 1 && std::string(argv[1]) == "--device";
   if (size != 2) {
     if (g_rank == 0) std::printf("needs 2 ranks\n");
     MPI_Finalize();
     return 77;
   }
   const long n = 1L << 19;  // doubles in the window: 4 MiB
+  const size_t win_bytes = static_cast<size_t>(n) * sizeof(double);
+  // `window`: the window's values as this rank sees them (a copy of the GPU
+  // memory with --device), read after each synchronization
   std::vector<double> window(static_cast<size_t>(n));
+  double* mem = window.data();
+#ifdef DTMPI_TEST_CUDA
+  int gpus = 0;
+  if (device && (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)) {
+    if (g_rank == 0) std::printf("no GPU: skipped\n");
+    MPI_Finalize();
+    return 77;
+  }
+  if (device && cudaMalloc(&mem, win_bytes) != cudaSuccess) MPI_Abort(MPI_COMM_WORLD, 2);
+  auto load = [&] { if (device) cudaMemcpy(window.data(), mem, win_bytes, cudaMemcpyDeviceToHost); };
+  auto store = [&] { if (device) cudaMemcpy(mem, window.data(), win_bytes, cudaMemcpyHostToDevice); };
+#else
+  if (device) {
+    if (g_rank == 0) std::printf("built without CUDA: skipped\n");
+    MPI_Finalize();
+    return 77;
+  }
+  auto load = [] {};
+  auto store = [] {};
+#endif
   for (long i = 0; i < n; ++i) window[static_cast<size_t>(i)] = g_rank * 1e7 + static_cast<double>(i);
+  store();
   MPI_Win win;
-  MPI_Win_create(window.data(), static_cast<MPI_Aint>(n * sizeof(double)), sizeof(double), MPI_INFO_NULL,
-                 MPI_COMM_WORLD, &win);
+  MPI_Win_create(mem, static_cast<MPI_Aint>(win_bytes), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
   const int peer = 1 - g_rank;
   MPI_Datatype every_other;  // n/2 doubles at stride 2: a 4 MiB span, 2 MiB of data
   MPI_Type_vector(static_cast<int>(n / 2), 1, 2, MPI_DOUBLE, &every_other);
@@ -50,6 +82,7 @@ int main(int argc, char** argv) {
     MPI_Win_fence(0, win);
     MPI_Put(src.data(), static_cast<int>(put_n), MPI_DOUBLE, peer, 0, static_cast<int>(put_n), MPI_DOUBLE, win);
     MPI_Win_fence(0, win);
+    load();
     for (long i = 0; i < put_n; ++i)
       expect(window[static_cast<size_t>(i)] == round * 1e6 + peer * 1e5 + static_cast<double>(i), "put", i);
     // get the peer's every other element (a 2 MiB reply) under a lock
@@ -75,16 +108,21 @@ int main(int argc, char** argv) {
     MPI_Win_unlock(peer, win);
     for (long i = 0; i < n / 2; ++i) expect(old[static_cast<size_t>(i)] == got[static_cast<size_t>(i)] + 1, "old", i);
     MPI_Barrier(MPI_COMM_WORLD);
+    load();
     for (long i = 0; i < n; ++i) {
       const double base = i < put_n ? round * 1e6 + peer * 1e5 + static_cast<double>(i) : g_rank * 1e7 + static_cast<double>(i);
       expect(window[static_cast<size_t>(i)] == base + (i % 2 == 0 ? 3 : 0), "accumulate", i);
     }
     // the next round starts from the values its checks expect
     for (long i = 0; i < n; ++i) window[static_cast<size_t>(i)] = g_rank * 1e7 + static_cast<double>(i);
+    store();
     MPI_Barrier(MPI_COMM_WORLD);
   }
   MPI_Type_free(&every_other);
   MPI_Win_free(&win);
+#ifdef DTMPI_TEST_CUDA
+  if (device) cudaFree(mem);
+#endif
   int all = 0;
   MPI_Allreduce(&g_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) std::printf("%s\n", all ? "FAILED" : "ok: large one-sided messages");
