@@ -106,6 +106,8 @@ if [ "$what" = coll ]; then
   # four files in $out (the device tool returns a few files per call):
   # coll-table.json, coll-tune.txt, coll-exhaustive-4.txt, coll-bench.txt
   step "dtmpi's collectives on $(nproc) cores: dtmpi-tune, then dtmpi-bench coll with its table"
+  [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > /tmp/configure-coll.log 2>&1
   cmake --build $build -j "$(nproc)" --target dtmpi dtmpi-tune dtmpi-bench > /tmp/build-coll.log 2>&1 \
     || { grep -E "error" -A5 /tmp/build-coll.log | head -40; exit 1; }
   ranks=$(( $(nproc) < 16 ? $(nproc) : 16 ))
