@@ -1,5 +1,6 @@
 // dtmpi-bench coll: Barrier, Bcast, Allreduce, Reduce, Allgather, Gather,
-// Scatter, Alltoall, Reduce_scatter_block (rsb), Scan and Exscan on
+// Scatter, Alltoall, Reduce_scatter_block (rsb), Scan, Exscan and the v forms
+// (equal counts) on
 // MPI_COMM_WORLD, 8 B to 1 MiB (a rank's block for the data-moving ones): the
 // system MPI's own (PMPI_*) against each of dtmpi's algorithms (src/coll,
 // forced) and the "tuned" choice (dtmpi-tune's table under DTMPI_COLL=tuned,
@@ -65,6 +66,13 @@ const std::vector<OpCase>& op_cases() {
       {"rsb", CollOpKind::kReduceScatterBlock, {{"flat", Algorithm::kFlat}}},
       {"scan", CollOpKind::kScan, {{"linear", Algorithm::kLinear}, {"recdbl", Algorithm::kRecursiveDoubling}}},
       {"exscan", CollOpKind::kExscan, {{"linear", Algorithm::kLinear}, {"recdbl", Algorithm::kRecursiveDoubling}}},
+      // the v forms with equal counts; dtmpi's Gatherv, Scatterv and Alltoallv
+      // include the agreement on the largest block their entries make
+      {"allgatherv", CollOpKind::kAllgatherv,
+       {{"ring", Algorithm::kRing}, {"recdbl", Algorithm::kRecursiveDoubling}, {"flat", Algorithm::kFlat}}},
+      {"gatherv", CollOpKind::kGatherv, {{"flat", Algorithm::kFlat}}},
+      {"scatterv", CollOpKind::kScatterv, {{"flat", Algorithm::kFlat}}},
+      {"alltoallv", CollOpKind::kAlltoallv, {{"pairwise", Algorithm::kPairwise}, {"flat", Algorithm::kFlat}}},
   };
   return c;
 }
@@ -134,7 +142,7 @@ int bench_coll(int argc, char** argv) {
       for (const auto& v : oc.variants) calls.push_back(forced(v.alg));
       // "tuned": DTMPI_COLL's choice where it is set (=tuned: dtmpi-tune's
       // table, read at MPI_Init), the built-in one otherwise
-      const Algorithm pick = coll::enabled() ? coll::select(kind, n, bytes) : coll::select_builtin(kind, n, bytes);
+      const Algorithm pick = coll::enabled() ? coll::choice(kind, n, bytes) : coll::select_builtin(kind, n, bytes);
       calls.push_back(pick == Algorithm::kSystem
                           ? std::function<void()>([&, kind, count] { system_call(kind, in.data(), out.data(), count); })
                           : std::function<void()>(forced(pick)));

@@ -40,7 +40,8 @@ const std::vector<dtmpi::tools::Option> kOptions = {
     {"--top", "X", "time the system MPI's algorithm and the model's X best candidates (default 2)"},
     {"--exhaustive", nullptr, "time every candidate, and report where the model's first choice landed"},
     {"--ops", "LIST", "only these operations, comma-separated (barrier, bcast, allreduce, reduce, allgather, gather, "
-                      "scatter, alltoall, reduce_scatter_block, scan, exscan; default: all)"},
+                      "scatter, alltoall, reduce_scatter_block, scan, exscan, allgatherv, gatherv, scatterv, alltoallv; default: "
+                      "all)"},
     {"--blocking-only", nullptr, "skip the \"many in flight\" cells (16 MPI_I* calls started, then completed together)"},
     {"--time-limit", "SECONDS", "stop measuring after this long and write the cells measured so far"},
     {"--out", "FILE", "the table to write (default: DTMPI_COLL_TABLE, else <DTMPI_CACHE_DIR>/coll-<host>.json)"},
@@ -246,7 +247,8 @@ int main(int argc, char** argv) {
       for (int64_t b = 8; b <= max_bytes && b * blocks <= kMaxSide; b *= quick ? 16 : 4) {
         cells.push_back({op, m, b, false});
         // many in flight: 16 buffers of at most 1 MiB each
-        if (!blocking_only && op != CollOpKind::kBarrier && b * blocks <= kMaxInFlightSide)
+        if (!blocking_only && op != CollOpKind::kBarrier && coll::serves_nonblocking(op) &&
+            b * blocks <= kMaxInFlightSide)
           cells.push_back({op, m, b, true});
         if (op == CollOpKind::kBarrier) break;
       }

@@ -43,6 +43,13 @@ Result<bool> may_serve(MPI_Comm comm, MPI_Request* req) {
   return true;
 }
 
+Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
+                                           Algorithm& a) {
+  a = block > 0 ? select(kind, size_of(comm), block, req != nullptr) : Algorithm::kSystem;
+  if (a == Algorithm::kSystem) return std::shared_ptr<CommState>();
+  return usable(comm, !req);
+}
+
 // A hierarchical collective was served (counted as dtmpi's).
 Result<bool> counted(Result<bool> served) {
   if (served && served.value()) runtime::count(runtime::Counter::kTunedCollectives);

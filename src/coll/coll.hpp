@@ -26,6 +26,10 @@ enum class CollOpKind {
   kReduceScatterBlock,
   kScan,
   kExscan,
+  kAllgatherv,
+  kGatherv,
+  kScatterv,
+  kAlltoallv,
   kCount
 };
 
@@ -38,6 +42,22 @@ Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
 bool enabled();
+// Gatherv, Scatterv and Alltoallv, whose ranks know only their own blocks:
+// a blocking call agrees on the largest block before it can choose (see the
+// entries below); a non-blocking one, which cannot wait for that, is never
+// dtmpi's.
+bool needs_agreement(CollOpKind op);
+bool serves_nonblocking(CollOpKind op);
+// For those: whether DTMPI_COLL picks one of dtmpi's algorithms for `op` on
+// `n` ranks at every size (forced, or the tuned table's choice in every size
+// class). Only then do the calls agree and serve; otherwise the system MPI
+// serves them all, so no call pays for an agreement and then goes to the
+// system MPI (tuned is never slower than the system MPI by it). The same
+// answer on every rank.
+bool serves_every_size(CollOpKind op, int n);
+// What an entry chooses for `op` with blocks of `bytes` (after the agreement
+// where one is needed): dtmpi-bench's "tuned" column.
+Algorithm choice(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
 // MPI_Init (collective over `world`): under DTMPI_COLL=tuned, reads
 // dtmpi-tune's table (coll/tuning_table.hpp) and keeps it where every rank of
 // the node read the same one; "tuned" is the built-in choice otherwise.
@@ -61,6 +81,20 @@ Result<bool> scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, 
                      MPI_Comm comm, MPI_Request* req);
 Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                   MPI_Request* req);
+// The v forms (any datatype, packed like the uniform ones). Allgatherv:
+// every rank knows every block's size. Gatherv, Scatterv and Alltoallv: a rank
+// knows its own blocks only, so the blocking calls first agree on the
+// largest block (one 8-byte allreduce of dtmpi's; a choice every rank must
+// make alike depends on it) -- only where serves_every_size -- and the
+// non-blocking ones, which cannot wait for that, stay the system MPI's.
+Result<bool> allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
+                        MPI_Datatype rt, MPI_Comm comm, MPI_Request* req);
+Result<bool> gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
+                     MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req);
+Result<bool> scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, int rc,
+                      MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req);
+Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
+                       const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req);
 // MPI_Scan (exclusive false) / MPI_Exscan
 Result<bool> scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                   MPI_Request* req);

@@ -6,109 +6,14 @@
 // the same on every rank: DTMPI_COLL, the operation, the communicator and
 // the bytes per rank (equal everywhere by MPI's type matching), never a
 // rank's datatype layout or buffer location.
-#include <climits>
-
 #include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
 #include "coll/entry.hpp"
-#include "pack/cpu_pack.hpp"
-#include "type/registry.hpp"
+#include "coll/sides.hpp"
 
 namespace dtmpi::coll {
 
 using namespace detail;
-
-namespace {
-
-// One side of a data-moving collective as contiguous bytes: the user's
-// buffer itself where (count, type) is contiguous, else a packed copy.
-struct Side {
-  char* data = nullptr;
-  std::vector<char> packed;
-  bool is_packed = false;
-  void* user = nullptr;
-  int64_t count = 0;
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-};
-
-bool contiguous(int64_t count, MPI_Datatype t) {
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  REAL(MPI_Type_size)(t, &size);
-  REAL(MPI_Type_get_extent)(t, &lb, &extent);
-  REAL(MPI_Type_get_true_extent)(t, &tlb, &textent);
-  return tlb == 0 && textent == size && (count == 1 || extent == size);
-}
-
-int pack_into(const void* user, int64_t count, MPI_Datatype t, char* out, int64_t bytes, MPI_Comm comm) {
-  if (type::PlanPtr plan = type::plan_for(t)) {
-    pack::pack_host(*plan, count, user, out);
-    return MPI_SUCCESS;
-  }
-  if (count > INT_MAX || bytes > INT_MAX) return MPI_ERR_COUNT;
-  int pos = 0;
-  return REAL(MPI_Pack)(user, static_cast<int>(count), t, out, static_cast<int>(bytes), &pos, comm);
-}
-
-int unpack_from(const char* in, int64_t bytes, void* user, int64_t count, MPI_Datatype t, MPI_Comm comm) {
-  if (type::PlanPtr plan = type::plan_for(t)) {
-    pack::unpack_host(*plan, count, in, user);
-    return MPI_SUCCESS;
-  }
-  if (count > INT_MAX || bytes > INT_MAX) return MPI_ERR_COUNT;
-  int pos = 0;
-  return REAL(MPI_Unpack)(in, static_cast<int>(bytes), &pos, user, static_cast<int>(count), t, comm);
-}
-
-// `read`: the side's bytes are input too (MPI_IN_PLACE): packed in first.
-Side side(const void* buf, int64_t count, MPI_Datatype t, bool read, MPI_Comm comm, int& rc) {
-  Side s;
-  s.user = const_cast<void*>(buf);
-  s.count = count;
-  s.type = t;
-  if (contiguous(count, t)) {
-    s.data = static_cast<char*>(s.user);
-    return s;
-  }
-  const int64_t bytes = bytes_of(1, t) * count;
-  s.packed.resize(static_cast<size_t>(bytes));
-  s.data = s.packed.data();
-  s.is_packed = true;
-  if (read) {
-    const int r = pack_into(buf, count, t, s.data, bytes, comm);
-    if (rc == MPI_SUCCESS) rc = r;
-  }
-  return s;
-}
-
-// Starts `op` (null: the system MPI serves) owning the packed sides; the
-// receive side is unpacked at the end. A failed pack still runs the
-// protocol (the peers are in it): the error is the call's.
-Result<bool> launch(std::unique_ptr<CollOp> op, Side send, Side recv, int pack_rc, MPI_Comm comm,
-                    MPI_Request* req) {
-  if (!op) return false;
-  if (recv.is_packed) {
-    const char* data = recv.data;
-    const int64_t bytes = static_cast<int64_t>(recv.packed.size());
-    op->finally = [data, bytes, user = recv.user, count = recv.count, type = recv.type, comm] {
-      return unpack_from(data, bytes, user, count, type, comm);
-    };
-  }
-  op->keep.push_back(std::move(send.packed));  // moving a vector keeps its storage: the pointers stay valid
-  op->keep.push_back(std::move(recv.packed));
-  op->error = pack_rc;
-  return start(std::move(op), req);
-}
-
-// The state where dtmpi serves `kind` with `block` bytes per rank; null otherwise.
-Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
-                                           Algorithm& a) {
-  a = block > 0 ? select(kind, size_of(comm), block, req != nullptr) : Algorithm::kSystem;
-  if (a == Algorithm::kSystem) return std::shared_ptr<CommState>();
-  return usable(comm, !req);
-}
-
-}  // namespace
 
 Result<bool> allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                        MPI_Request* req) {
@@ -243,6 +148,11 @@ Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommSta
     case CollOpKind::kExscan:
       if (!reducer_for(type, mop, red)) return false;
       return start(make_scan(std::move(st), a, sb, rb, count, red, op == CollOpKind::kExscan), req);
+    case CollOpKind::kAllgatherv:
+    case CollOpKind::kGatherv:
+    case CollOpKind::kScatterv:
+    case CollOpKind::kAlltoallv:
+      return run_forced_v(op, a, std::move(st), sb, rb, count, type, root, req);
     default:
       return false;
   }

@@ -27,6 +27,10 @@ Result<std::shared_ptr<CommState>> usable_or_hierarchy(MPI_Comm comm, bool block
 // rank's non-blocking calls find the state and agree on their lane, however
 // each rank orders them against blocking ones (coll/comm_state.hpp).
 Result<bool> may_serve(MPI_Comm comm, MPI_Request* req);
+// The state where dtmpi serves `kind` with `block` bytes per rank (the
+// algorithm in `a`); null where the system MPI serves.
+Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
+                                           Algorithm& a);
 // Runs `op` to its end (req null) or behind a request; false for a null op.
 Result<bool> start(std::unique_ptr<CollOp> op, MPI_Request* req);
 // A reduction's element: contiguous types only.
@@ -40,5 +44,9 @@ bool valid(MPI_Comm comm, MPI_Datatype type, int root);
 // run_forced for the operations of coll_move.cpp (contiguous types only).
 Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
                              int count, MPI_Datatype type, MPI_Op mop, int root, MPI_Request* req);
+
+// run_forced for the v forms (coll_move_v.cpp): every block `count` of `type`.
+Result<bool> run_forced_v(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
+                          int count, MPI_Datatype type, int root, MPI_Request* req);
 
 }  // namespace dtmpi::coll::detail

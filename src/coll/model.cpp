@@ -53,10 +53,14 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
               Algorithm::kKnomial4, Algorithm::kKnomial8};
     case CollOpKind::kReduce:
       return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
-    case CollOpKind::kAllgather: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
+    case CollOpKind::kAllgather:
+    case CollOpKind::kAllgatherv: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
     case CollOpKind::kGather:
     case CollOpKind::kScatter: return {Algorithm::kBinomial, Algorithm::kFlat};
-    case CollOpKind::kAlltoall: return {Algorithm::kPairwise, Algorithm::kFlat};
+    case CollOpKind::kGatherv:
+    case CollOpKind::kScatterv: return {Algorithm::kFlat};
+    case CollOpKind::kAlltoall:
+    case CollOpKind::kAlltoallv: return {Algorithm::kPairwise, Algorithm::kFlat};
     case CollOpKind::kReduceScatterBlock: return {Algorithm::kFlat};
     case CollOpKind::kScan:
     case CollOpKind::kExscan: return {Algorithm::kLinear, Algorithm::kRecursiveDoubling};
@@ -68,6 +72,20 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
   const double B = static_cast<double>(bytes);
   const int l2 = levels(n, 2);
   switch (op) {
+    // the v forms as their uniform ones with every block the largest (the
+    // chunks are cut by it); Gatherv, Scatterv and Alltoallv first agree on
+    // it: one 8-byte recursive-doubling allreduce
+    case CollOpKind::kAllgatherv:
+      return predict(p, CollOpKind::kAllgather, a, n, bytes);
+    case CollOpKind::kGatherv:
+    case CollOpKind::kScatterv:
+    case CollOpKind::kAlltoallv: {
+      const CollOpKind uniform = op == CollOpKind::kGatherv    ? CollOpKind::kGather
+                                 : op == CollOpKind::kScatterv ? CollOpKind::kScatter
+                                                               : CollOpKind::kAlltoall;
+      const double t = predict(p, uniform, a, n, bytes);
+      return t < 0 ? t : t + l2 * (p.L + p.o + p.g + p.G * 8);
+    }
     case CollOpKind::kBarrier:
       if (a == Algorithm::kDissemination) return l2 * (p.L + p.o + p.g);
       // arrivals at one counter, one release: each atomic add needs the

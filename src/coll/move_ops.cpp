@@ -4,6 +4,7 @@
 // `ready` flag by phases; a reader pulls (get) what a phase promises. Flags
 // only grow and pieces are never rewritten within a chunk, so a later phase
 // also vouches for everything an earlier one did.
+#include <algorithm>
 #include <cstring>
 
 #include "coll/move.hpp"
@@ -24,14 +25,17 @@ class Allgather final : public ChunkedMove {
  public:
   Allgather(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, Algorithm a)
       : ChunkedMove(std::move(st), cap, send, recv, block), alg_(a) {}
+  Allgather(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t largest, VLayout v,
+            Algorithm a)
+      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), alg_(a) {}
 
  private:
   bool advance() override {
     if (phase_ == 0) {
       const int piece = alg_ == Algorithm::kFlat ? 0 : me();
-      Seg::put(at(me(), piece), send_ + off(), len());
+      Seg::put(at(me(), piece), send_ + off(), rlen(me()));
       publish(0);
-      if (send_ != recv_ + me() * block_) std::memcpy(rblock(me()), send_ + off(), len());
+      if (send_ + off() != rblock(me())) std::memcpy(rblock(me()), send_ + off(), rlen(me()));
       phase_ = 1;
       index_ = alg_ == Algorithm::kRing ? 1 : 0;
     }
@@ -40,7 +44,7 @@ class Allgather final : public ChunkedMove {
         for (; index_ < n(); ++index_) {
           if (index_ == me()) continue;
           if (!ready(index_, 0)) return false;
-          Seg::get(rblock(index_), at(index_, 0), len());
+          Seg::get(rblock(index_), at(index_, 0), rlen(index_));
         }
         return true;
       case Algorithm::kRing:
@@ -49,10 +53,10 @@ class Allgather final : public ChunkedMove {
           const unsigned ph = static_cast<unsigned>(index_ - 1);
           if (!ready(left, ph)) return false;
           if (index_ + 1 < n()) {  // the right neighbour reads it at the next step
-            Seg::put(at(me(), j), at(left, j), len());
+            Seg::put(at(me(), j), at(left, j), rlen(j));
             publish(static_cast<unsigned>(index_));
           }
-          Seg::get(rblock(j), at(left, j), len());
+          Seg::get(rblock(j), at(left, j), rlen(j));
         }
         return true;
       default:
@@ -70,8 +74,8 @@ class Allgather final : public ChunkedMove {
       const bool forward = 2 * dist < n();  // a later round reads them from here
       for (int i = 0; i < blocks; ++i) {
         const int j = (first + i) % n();
-        if (forward) Seg::put(at(me(), j), at(from, j), len());
-        Seg::get(rblock(j), at(from, j), len());
+        if (forward) Seg::put(at(me(), j), at(from, j), rlen(j));
+        Seg::get(rblock(j), at(from, j), rlen(j));
       }
       if (forward) publish(static_cast<unsigned>(index_ + 1));
     }
@@ -88,21 +92,24 @@ class Alltoall final : public ChunkedMove {
  public:
   Alltoall(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, bool pairwise)
       : ChunkedMove(std::move(st), cap, send, recv, block), pairwise_(pairwise) {}
+  Alltoall(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t largest, VLayout v,
+           bool pairwise)
+      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), pairwise_(pairwise) {}
 
  private:
   bool advance() override {
     if (phase_ == 0) {
       for (int j = 0; j < n(); ++j)
-        if (j != me()) Seg::put(at(me(), j), sblock(j), len());
+        if (j != me()) Seg::put(at(me(), j), sblock(j), slen(j));
       publish(0);
-      if (send_ != recv_) std::memcpy(rblock(me()), sblock(me()), len());
+      if (send_ != recv_) std::memcpy(rblock(me()), sblock(me()), rlen(me()));
       phase_ = 1;
       index_ = 1;
     }
     for (; index_ < n(); ++index_) {
       const int from = pairwise_ ? (me() - index_ + n()) % n() : (me() + index_) % n();
       if (!ready(from, 0)) return false;
-      Seg::get(rblock(from), at(from, me()), len());
+      Seg::get(rblock(from), at(from, me()), rlen(from));
     }
     return true;
   }
@@ -111,15 +118,40 @@ class Alltoall final : public ChunkedMove {
 
 }  // namespace
 
+namespace {
+
+// An allgather's chunk cap under `a`; 0 where `a` cannot serve.
+int64_t allgather_cap(const CommState& st, Algorithm a) {
+  if (a != Algorithm::kFlat && a != Algorithm::kRing && a != Algorithm::kRecursiveDoubling) return 0;
+  // ring phases count the steps: at most 2^kPhaseBits - 1 of them
+  if (a == Algorithm::kRing && st.size >= (1 << transport::kPhaseBits)) return 0;
+  return ChunkedMove::cap_for(st, a == Algorithm::kFlat ? 1 : st.size);
+}
+
+}  // namespace
+
 std::unique_ptr<CollOp> make_allgather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                        int64_t block) {
-  if (block <= 0) return nullptr;
-  if (a != Algorithm::kFlat && a != Algorithm::kRing && a != Algorithm::kRecursiveDoubling) return nullptr;
-  // ring phases count the steps: at most 2^kPhaseBits - 1 of them
-  if (a == Algorithm::kRing && st->size >= (1 << transport::kPhaseBits)) return nullptr;
-  const int64_t cap = ChunkedMove::cap_for(*st, a == Algorithm::kFlat ? 1 : st->size);
-  if (cap <= 0) return nullptr;
+  const int64_t cap = allgather_cap(*st, a);
+  if (block <= 0 || cap <= 0) return nullptr;
   return std::make_unique<Allgather>(std::move(st), cap, send, recv, block, a);
+}
+
+std::unique_ptr<CollOp> make_allgatherv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                        VLayout v) {
+  const int64_t largest = v.recvs.empty() ? 0 : *std::max_element(v.recvs.bytes.begin(), v.recvs.bytes.end());
+  const int64_t cap = allgather_cap(*st, a);
+  if (largest <= 0 || cap <= 0) return nullptr;
+  return std::make_unique<Allgather>(std::move(st), cap, send, recv, largest, std::move(v), a);
+}
+
+std::unique_ptr<CollOp> make_alltoallv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                       int64_t largest, VLayout v) {
+  if (largest <= 0 || (a != Algorithm::kPairwise && a != Algorithm::kFlat)) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, st->size);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Alltoall>(std::move(st), cap, send, recv, largest, std::move(v),
+                                    a == Algorithm::kPairwise);
 }
 
 std::unique_ptr<CollOp> make_alltoall(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,

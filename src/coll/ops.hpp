@@ -130,6 +130,19 @@ std::unique_ptr<CollOp> make_gather(std::shared_ptr<CommState> st, Algorithm a, 
                                     int64_t block, int root);
 std::unique_ptr<CollOp> make_scatter(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                      int64_t block, int root);
+// The v forms: each rank's block its own size (coll/move.hpp's VLayout on
+// this rank), `largest` the largest block anywhere (the same on every rank).
+// Allgatherv: flat, ring, recursive doubling / Bruck; Alltoallv: pairwise,
+// flat; Gatherv, Scatterv: flat.
+struct VLayout;
+std::unique_ptr<CollOp> make_allgatherv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                        VLayout v);
+std::unique_ptr<CollOp> make_alltoallv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                       int64_t largest, VLayout v);
+std::unique_ptr<CollOp> make_gatherv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                     int64_t largest, VLayout v, int root);
+std::unique_ptr<CollOp> make_scatterv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                      int64_t largest, VLayout v, int root);
 // Reduce_scatter_block (`count` elements per block), Scan and Exscan.
 std::unique_ptr<CollOp> make_reduce_scatter_block(std::shared_ptr<CommState> st, Algorithm a, const void* in,
                                                   void* out, int count, const Reducer& r);

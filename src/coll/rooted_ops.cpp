@@ -18,6 +18,11 @@ class Rooted : public ChunkedMove {
   Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, int root,
          bool flat)
       : ChunkedMove(std::move(st), cap, send, recv, block), root_(root), flat_(flat) {}
+  // the v forms: flat only (a tree's inner ranks would forward blocks whose
+  // sizes only the root knows)
+  Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t largest, VLayout v,
+         int root)
+      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), root_(root), flat_(true) {}
 
  protected:
   int vr() const { return (me() - root_ + n()) % n(); }
@@ -41,14 +46,14 @@ class Gather final : public Rooted {
     const int v = vr();
     if (v == 0) {
       if (phase_ == 0) {
-        if (send_ != rblock(root_) - off()) std::memcpy(rblock(root_), send_ + off(), len());
+        if (send_ + off() != rblock(root_)) std::memcpy(rblock(root_), send_ + off(), rlen(root_));
         phase_ = 1;
         index_ = flat_ ? 1 : 0;
       }
       if (flat_) {
         for (; index_ < n(); ++index_) {
           if (!ready(abs(index_), 0)) return false;
-          Seg::get(rblock(abs(index_)), at(abs(index_), 0), len());
+          Seg::get(rblock(abs(index_)), at(abs(index_), 0), rlen(abs(index_)));
         }
         return true;
       }
@@ -60,7 +65,7 @@ class Gather final : public Rooted {
       return true;
     }
     if (phase_ == 0) {
-      Seg::put(at(me(), 0), send_ + off(), len());
+      Seg::put(at(me(), 0), send_ + off(), own_len());
       phase_ = 1;
     }
     if (!flat_) {
@@ -87,9 +92,9 @@ class Scatter final : public Rooted {
   bool advance() override {
     const int v = vr();
     if (v == 0) {
-      for (int t = 1; t < n(); ++t) Seg::put(at(me(), t), sblock(abs(t)), len());
+      for (int t = 1; t < n(); ++t) Seg::put(at(me(), t), sblock(abs(t)), slen(abs(t)));
       publish(0);
-      if (recv_ && recv_ != sblock(root_) - off()) std::memcpy(recv_ + off(), sblock(root_), len());
+      if (recv_ && recv_ + off() != sblock(root_)) std::memcpy(recv_ + off(), sblock(root_), slen(root_));
       return true;
     }
     const int parent = flat_ ? 0 : parent_of(v);
@@ -99,7 +104,7 @@ class Scatter final : public Rooted {
       Seg::put(at(me(), 0), mine, static_cast<size_t>(subtree(v)) * len());
       publish(0);
     }
-    Seg::get(recv_ + off(), mine, len());
+    Seg::get(recv_ + off(), mine, own_len());
     return true;
   }
 };
@@ -112,6 +117,22 @@ std::unique_ptr<CollOp> make_gather(std::shared_ptr<CommState> st, Algorithm a, 
   const int64_t cap = ChunkedMove::cap_for(*st, a == Algorithm::kFlat ? 1 : st->size);
   if (cap <= 0) return nullptr;
   return std::make_unique<Gather>(std::move(st), cap, send, recv, block, root, a == Algorithm::kFlat);
+}
+
+std::unique_ptr<CollOp> make_gatherv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                     int64_t largest, VLayout v, int root) {
+  if (largest <= 0 || a != Algorithm::kFlat) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, 1);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Gather>(std::move(st), cap, send, recv, largest, std::move(v), root);
+}
+
+std::unique_ptr<CollOp> make_scatterv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                      int64_t largest, VLayout v, int root) {
+  if (largest <= 0 || a != Algorithm::kFlat) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, st->size);
+  if (cap <= 0) return nullptr;
+  return std::make_unique<Scatter>(std::move(st), cap, send, recv, largest, std::move(v), root);
 }
 
 std::unique_ptr<CollOp> make_scatter(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,

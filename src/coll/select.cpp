@@ -163,4 +163,29 @@ Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
   return select_builtin(op, n, bytes);
 }
 
+bool needs_agreement(CollOpKind op) {
+  return op == CollOpKind::kGatherv || op == CollOpKind::kScatterv || op == CollOpKind::kAlltoallv;
+}
+
+bool serves_nonblocking(CollOpKind op) { return !needs_agreement(op); }
+
+bool serves_every_size(CollOpKind op, int n) {
+  const Algorithm a = table().alg[static_cast<size_t>(op)];
+  if (a != kTunedMarker) return a != Algorithm::kSystem;
+  thread_local std::unordered_map<uint64_t, bool> memo;
+  const uint64_t key = (static_cast<uint64_t>(n) << 8) | static_cast<uint64_t>(op);
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  bool all = true;
+  // every size class up to 2^40 bytes: a table's answer depends on the class
+  // only, and the built-in choice changes at powers of two
+  for (int c = 0; c <= 40 && all; ++c) all = select(op, n, int64_t{1} << c) != Algorithm::kSystem;
+  memo.emplace(key, all);
+  return all;
+}
+
+Algorithm choice(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
+  if (needs_agreement(op) && (nonblocking || !serves_every_size(op, n))) return Algorithm::kSystem;
+  return select(op, n, bytes, nonblocking);
+}
+
 }  // namespace dtmpi::coll

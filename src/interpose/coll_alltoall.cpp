@@ -43,6 +43,10 @@ dtmpi::Status alltoallv(const void* sb, const int* sc, const int* sd, MPI_Dataty
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rd, rt);
+                          auto served = dtmpi::coll::alltoallv(a.buf, a.counts, a.displs, a.type, b.buf, b.counts,
+                                                               b.displs, b.type, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Ialltoallv)(a.buf, a.counts, a.displs, a.type,
                                                           b.buf, b.counts, b.displs, b.type, comm, q)
                                    : REAL(MPI_Alltoallv)(a.buf, a.counts, a.displs, a.type,

@@ -68,6 +68,11 @@ dtmpi::Status allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, cons
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rd, rt);
+                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                          auto served = dtmpi::coll::allgatherv(a.buf, a.count, a.type, b.buf, b.counts, b.displs,
+                                                                b.type, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Iallgatherv)(a.buf, a.count, a.type,
                                                            b.buf, b.counts, b.displs, b.type, comm, q)
                                    : REAL(MPI_Allgatherv)(a.buf, a.count, a.type,
@@ -141,6 +146,10 @@ dtmpi::Status gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const i
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rd, rt);
+                          auto served = dtmpi::coll::gatherv(a.buf, a.count, a.type, b.buf, b.counts, b.displs,
+                                                             b.type, root, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Igatherv)(a.buf, a.count, a.type,
                                                         b.buf, b.counts, b.displs, b.type, root, comm, q)
                                    : REAL(MPI_Gatherv)(a.buf, a.count, a.type,
@@ -177,6 +186,10 @@ dtmpi::Status scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rt);
+                          auto served = dtmpi::coll::scatterv(a.buf, a.counts, a.displs, a.type, b.buf, b.count,
+                                                              b.type, root, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Iscatterv)(a.buf, a.counts, a.displs, a.type,
                                                          b.buf, b.count, b.type, root, comm, q)
                                    : REAL(MPI_Scatterv)(a.buf, a.counts, a.displs, a.type,

@@ -115,7 +115,11 @@ inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat kn
                                                   "alltoall pairwise flat system",
                                                   "reduce_scatter_block flat system",
                                                   "scan linear recdbl system",
-                                                  "exscan linear recdbl system"};
+                                                  "exscan linear recdbl system",
+                                                  "allgatherv ring recdbl flat system",
+                                                  "gatherv flat system",
+                                                  "scatterv flat system",
+                                                  "alltoallv pairwise flat system"};
 const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();
