@@ -48,13 +48,15 @@ bool enabled();
 // dtmpi's.
 bool needs_agreement(CollOpKind op);
 bool serves_nonblocking(CollOpKind op);
-// For those: whether DTMPI_COLL picks one of dtmpi's algorithms for `op` on
-// `n` ranks at every size (forced, or the tuned table's choice in every size
-// class). Only then do the calls agree and serve; otherwise the system MPI
-// serves them all, so no call pays for an agreement and then goes to the
-// system MPI (tuned is never slower than the system MPI by it). The same
+// For those: whether a blocking call on `n` ranks agrees on the largest
+// block and then takes select's choice for it (the system MPI's included);
+// false: every call is the system MPI's, with no agreement. Forced
+// (op:algorithm): yes. Tuned with dtmpi-tune's table: where the table chose
+// dtmpi's algorithm in some size class and, in every class where it chose the
+// system MPI's, that took at least 50 times the table's 8-byte Allreduce (the
+// agreement then adds at most 2% there). Without a table: no. The same
 // answer on every rank.
-bool serves_every_size(CollOpKind op, int n);
+bool agrees_first(CollOpKind op, int n);
 // What an entry chooses for `op` with blocks of `bytes` (after the agreement
 // where one is needed): dtmpi-bench's "tuned" column.
 Algorithm choice(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
@@ -85,7 +87,7 @@ Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datat
 // every rank knows every block's size. Gatherv, Scatterv and Alltoallv: a rank
 // knows its own blocks only, so the blocking calls first agree on the
 // largest block (one 8-byte allreduce of dtmpi's; a choice every rank must
-// make alike depends on it) -- only where serves_every_size -- and the
+// make alike depends on it) -- only where agrees_first -- and the
 // non-blocking ones, which cannot wait for that, stay the system MPI's.
 Result<bool> allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
                         MPI_Datatype rt, MPI_Comm comm, MPI_Request* req);

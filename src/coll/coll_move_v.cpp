@@ -6,9 +6,9 @@
 // the others a rank knows only its own blocks (a gather's non-root its send
 // count), so the blocking calls agree on it first, through one 8-byte
 // allreduce of dtmpi's on the communicator's blocking lane -- only where
-// DTMPI_COLL picks one of dtmpi's algorithms for the operation at every size
-// (coll::serves_every_size: the same answer on every rank), so that no call
-// pays for an agreement and then goes to the system MPI. Their non-blocking
+// DTMPI_COLL lets it pay (coll::agrees_first: the same answer on every rank;
+// with a tuned table, never where an agreement before the system MPI's call
+// would cost more than 2%). Their non-blocking
 // forms, which cannot wait for an agreement, stay the system MPI's.
 #include <algorithm>
 
@@ -33,7 +33,7 @@ int64_t largest_of(int n, const int* counts, MPI_Datatype t) {
 // The blocking lane's state where dtmpi may serve `kind` (before the sizes
 // are known), else null; non-blocking calls: null.
 Result<std::shared_ptr<CommState>> may_agree(CollOpKind kind, MPI_Comm comm, MPI_Request* req) {
-  if (req || !serves_every_size(kind, size_of(comm))) return std::shared_ptr<CommState>();
+  if (req || !agrees_first(kind, size_of(comm))) return std::shared_ptr<CommState>();
   return usable(comm, true);
 }
 
@@ -42,7 +42,11 @@ Result<int64_t> agree_largest(const std::shared_ptr<CommState>& st, int64_t mine
   Reducer r{};
   if (!reducer_for(MPI_INT64_T, MPI_MAX, r)) return Error{MPI_ERR_INTERN, "no reducer for MPI_INT64_T"};
   int64_t largest = 0;
-  auto op = make_allreduce(st, Algorithm::kRecursiveDoubling, &mine, &largest, 1, r);
+  // the 8-byte allreduce DTMPI_COLL picks (recursive doubling where that is
+  // the system MPI's: this agreement is dtmpi's, on dtmpi's lane)
+  Algorithm a = select(CollOpKind::kAllreduce, st->size, 8);
+  if (a == Algorithm::kSystem) a = Algorithm::kRecursiveDoubling;
+  auto op = make_allreduce(st, a, &mine, &largest, 1, r);
   if (!op) return Error{MPI_ERR_INTERN, "no allreduce for the agreement"};
   DTMPI_TRY(run_blocking(*op));
   if (op->error != MPI_SUCCESS) return Error{op->error, "agreeing on the largest block"};

@@ -169,22 +169,55 @@ bool needs_agreement(CollOpKind op) {
 
 bool serves_nonblocking(CollOpKind op) { return !needs_agreement(op); }
 
-bool serves_every_size(CollOpKind op, int n) {
+namespace {
+
+// The table's entry for `op` on `n` ranks, blocking, host memory, `bytes`.
+const TuningEntry* tuned_entry(CollOpKind op, int n, int64_t bytes) {
+  if (!g_tuned) return nullptr;
+  TuningKey k;
+  k.op = op;
+  k.bytes = bytes;
+  k.ranks = n;
+  k.ranks_per_node = n;
+  return closest(*g_tuned, k);
+}
+
+// With a table, an agreement is worth its cost where dtmpi's algorithm won
+// every size class, or where the system MPI won only in classes that take at
+// least this many agreements' time (then an agreement before the system MPI's
+// call adds at most 1/kNegligible).
+constexpr double kNegligible = 50;
+
+}  // namespace
+
+bool agrees_first(CollOpKind op, int n) {
   const Algorithm a = table().alg[static_cast<size_t>(op)];
   if (a != kTunedMarker) return a != Algorithm::kSystem;
+  if (!g_tuned) return false;  // the built-in choice leaves them to the system MPI
   thread_local std::unordered_map<uint64_t, bool> memo;
   const uint64_t key = (static_cast<uint64_t>(n) << 8) | static_cast<uint64_t>(op);
   if (auto it = memo.find(key); it != memo.end()) return it->second;
-  bool all = true;
-  // every size class up to 2^40 bytes: a table's answer depends on the class
-  // only, and the built-in choice changes at powers of two
-  for (int c = 0; c <= 40 && all; ++c) all = select(op, n, int64_t{1} << c) != Algorithm::kSystem;
-  memo.emplace(key, all);
-  return all;
+  // the agreement: an 8-byte allreduce, as the table timed it on n ranks
+  const TuningEntry* agreement = tuned_entry(CollOpKind::kAllreduce, n, 8);
+  bool worth = agreement != nullptr;
+  bool any = false;
+  // every size class up to 2^40 bytes (the table's answer depends on the class only)
+  for (int c = 0; c <= 40 && worth; ++c) {
+    const TuningEntry* e = tuned_entry(op, n, int64_t{1} << c);
+    if (!e) {
+      worth = false;
+    } else if (e->algorithm != Algorithm::kSystem) {
+      any = true;
+    } else {
+      worth = e->system_us >= kNegligible * agreement->us;
+    }
+  }
+  memo.emplace(key, worth && any);
+  return worth && any;
 }
 
 Algorithm choice(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
-  if (needs_agreement(op) && (nonblocking || !serves_every_size(op, n))) return Algorithm::kSystem;
+  if (needs_agreement(op) && (nonblocking || !agrees_first(op, n))) return Algorithm::kSystem;
   return select(op, n, bytes, nonblocking);
 }
 

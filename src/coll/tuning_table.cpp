@@ -164,7 +164,7 @@ bool from_json(const std::string& text, TuningTable& out, std::string* why) {
 
 int bytes_class(int64_t bytes) { return size_class(bytes); }
 
-std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k) {
+const TuningEntry* closest(const TuningTable& t, const TuningKey& k) {
   // the flags first: an entry with the same ones wins over any without
   auto flags_miss = [&](const TuningKey& e) {
     return (e.device != k.device) * 4 + (e.in_place != k.in_place) * 2 + (e.in_flight != k.in_flight);
@@ -181,8 +181,13 @@ std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k) {
       best = &e;
     }
   }
-  if (!best) return std::nullopt;
-  return best->algorithm;
+  return best;
+}
+
+std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k) {
+  const TuningEntry* e = closest(t, k);
+  if (!e) return std::nullopt;
+  return e->algorithm;
 }
 
 std::string default_table_path() {

@@ -57,6 +57,8 @@ bool from_json(const std::string& text, TuningTable& out, std::string* why);
 // Depends on the message size through its class only.
 int bytes_class(int64_t bytes);
 std::optional<Algorithm> lookup(const TuningTable& t, const TuningKey& k);
+// The entry lookup answers from (null: none for the operation).
+const TuningEntry* closest(const TuningTable& t, const TuningKey& k);
 
 // The default file: <DTMPI_CACHE_DIR>/coll-<host>.json (DTMPI_COLL_TABLE
 // overrides).
