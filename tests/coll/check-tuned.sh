@@ -6,10 +6,14 @@
 #      (dtmpi's counter of its own collectives > 0) and coll_differential's bytes
 #      still equal the system MPI's;
 #   3. the measured table of step 1 serves coll_differential too;
-#   4. a table that is not one leaves "tuned" at the built-in choice, still correct.
-#   check-tuned.sh MPIEXEC DTMPI-TUNE COLL_DIFFERENTIAL
+#   4. a table that is not one leaves "tuned" at the built-in choice, still correct;
+#   5. Gatherv (ranks know their own blocks only: agreement first) is dtmpi's
+#      under a table where the system MPI's wins only cost >= 50 agreements,
+#      and stays the system MPI's under one where it wins a cheap size class
+#      (coll_more_differential's CollV.Gatherv checks the bytes both times).
+#   check-tuned.sh MPIEXEC DTMPI-TUNE COLL_DIFFERENTIAL COLL_MORE_DIFFERENTIAL
 set -u
-mpiexec=$1 tune=$2 prog=$3
+mpiexec=$1 tune=$2 prog=$3 more=$4
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -40,4 +44,26 @@ grep -q "DTMPI_COLL=tuned: [0-9]* entries from" "$d/measured.out" || fail "the m
 echo '{"dtmpi_coll_table": 7}' >"$d/bad.json"
 run "$d/bad.json" bad
 grep -q "DTMPI_COLL=tuned: .*the built-in choice" "$d/bad.out" || fail "a bad table was not refused"
-echo "dtmpi-tune's table read and used: $served collectives served by dtmpi's algorithms under the forced table"
+# 5: the agreement's worth (the 8-byte allreduce entry: 1 us)
+gatherv_table() {  # file, the system MPI's time where it wins
+  cat >"$1" <<JSON
+{"dtmpi_coll_table": 1, "library_version": "test", "host": "test", "mpi": "test",
+ "entries": [
+  {"op": "allreduce", "bytes": 8, "ranks": 3, "algorithm": "system", "us": 1.0, "system_us": 1.0},
+  {"op": "gatherv", "bytes": 8, "ranks": 3, "algorithm": "flat", "us": 1.0, "system_us": 2.0},
+  {"op": "gatherv", "bytes": 1048576, "ranks": 3, "algorithm": "system", "us": $2, "system_us": $2}]}
+JSON
+}
+served_gatherv() {  # table, name: dtmpi's collectives counted over the run
+  DTMPI_COLL=tuned DTMPI_COLL_TABLE=$1 DTMPI_STATS=1 DTMPI_LOG=info "$mpiexec" -n 3 "$more" \
+    --gtest_filter='CollV.Gatherv*' >"$d/$2.out" 2>&1 || { tail -40 "$d/$2.out"; fail "CollV.Gatherv with the $2 table"; }
+  grep -o "dtmpi's collective algorithms [0-9]*" "$d/$2.out" | awk '{s += $4} END {print s + 0}'
+}
+gatherv_table "$d/agree.json" 500
+gatherv_table "$d/cheap.json" 10
+agreed=$(served_gatherv "$d/agree.json" agree) || exit 1
+cheap=$(served_gatherv "$d/cheap.json" cheap) || exit 1
+[ "$agreed" -gt 0 ] || fail "Gatherv stayed the system MPI's where agreeing pays"
+[ "$cheap" -eq 0 ] || fail "Gatherv was dtmpi's ($cheap) where an agreement before the system MPI's 10 us would not pay"
+echo "dtmpi-tune's table read and used: $served collectives served by dtmpi's algorithms under the forced table;" \
+  "Gatherv agreed and served $agreed times where it pays, 0 where not"

@@ -21,6 +21,13 @@ namespace {
 
 using namespace coll_test;
 
+bool mpich() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  return std::strstr(version, "MPICH") != nullptr;
+}
+
 enum class VKind { kAllgatherv, kGatherv, kScatterv, kAlltoallv };
 
 // Elements of rank i's block for rank j (same on every rank: a shared stream).
@@ -137,6 +144,10 @@ void vmoves_match(VKind kind) {
       const int64_t selems = place(sends, p.sk, local, sd), relems = place(recvs, p.rk, local, rd);
       std::vector<char> send = random_bytes(static_cast<size_t>(selems * extent_of(p.st) + 64), local);
       std::vector<char> mine = random_bytes(static_cast<size_t>(relems * extent_of(p.rt) + 64), local);
+      // MPICH 4.0.2's own Allgatherv on one rank writes the block at the start
+      // of the receive buffer whatever its displacement (a plain C program
+      // shows it; Open MPI honours it): the reference would be wrong there
+      if (kind == VKind::kAllgatherv && n == 1 && mpich()) rd[0] = 0;
       // one-block sides: a gather's send, a scatter's receive (at the start of the buffer)
       if (kind == VKind::kAllgatherv || kind == VKind::kGatherv) sd.assign(static_cast<size_t>(n), 0);
       if (kind == VKind::kScatterv) rd.assign(static_cast<size_t>(n), 0);
