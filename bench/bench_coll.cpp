@@ -73,6 +73,7 @@ const std::vector<OpCase>& op_cases() {
       {"gatherv", CollOpKind::kGatherv, {{"flat", Algorithm::kFlat}}},
       {"scatterv", CollOpKind::kScatterv, {{"flat", Algorithm::kFlat}}},
       {"alltoallv", CollOpKind::kAlltoallv, {{"pairwise", Algorithm::kPairwise}, {"flat", Algorithm::kFlat}}},
+      {"rs", CollOpKind::kReduceScatter, {{"flat", Algorithm::kFlat}}},
   };
   return c;
 }

@@ -69,12 +69,13 @@ const std::vector<Command> kCommands = {
      {kQuick, {"--filter", "S", "only the cases whose name contains S"}}},
     {"coll", "mpiexec -n N dtmpi-bench coll",
      "Barrier, Bcast, Allreduce, Reduce, Allgather, Gather, Scatter, Alltoall, Reduce_scatter_block, Scan, Exscan, "
-     "Allgatherv, Gatherv, Scatterv, Alltoallv (8 B - 1 MiB per rank; the v forms with equal counts): the system MPI vs each of dtmpi's algorithms (src/coll) and the tuned choice "
+     "Allgatherv, Gatherv, Scatterv, Alltoallv, Reduce_scatter (rs) (8 B - 1 MiB per rank; the v forms and rs with "
+     "equal counts): the system MPI vs each of dtmpi's algorithms (src/coll) and the tuned choice "
      "(dtmpi-tune's table under DTMPI_COLL=tuned, else the built-in one), side by side with ratios",
      {kQuick,
       {"--op", "S",
        "only this operation (barrier, bcast, allreduce, reduce, allgather, gather, scatter, alltoall, rsb, scan, "
-       "exscan, allgatherv, gatherv, scatterv, alltoallv)"}}},
+       "exscan, allgatherv, gatherv, scatterv, alltoallv, rs)"}}},
     {"halo", "mpiexec -n N dtmpi-bench halo",
      "3D halo exchange (26 neighbours, subarray types): isend / alltoallv / alltoallw with the system MPI vs dtmpi "
      "vs the packed-bytes limit, every exchange validated",

@@ -40,8 +40,8 @@ const std::vector<dtmpi::tools::Option> kOptions = {
     {"--top", "X", "time the system MPI's algorithm and the model's X best candidates (default 2)"},
     {"--exhaustive", nullptr, "time every candidate, and report where the model's first choice landed"},
     {"--ops", "LIST", "only these operations, comma-separated (barrier, bcast, allreduce, reduce, allgather, gather, "
-                      "scatter, alltoall, reduce_scatter_block, scan, exscan, allgatherv, gatherv, scatterv, alltoallv; default: "
-                      "all)"},
+                      "scatter, alltoall, reduce_scatter_block, scan, exscan, allgatherv, gatherv, scatterv, alltoallv, "
+                      "reduce_scatter; default: all)"},
     {"--blocking-only", nullptr, "skip the \"many in flight\" cells (16 MPI_I* calls started, then completed together)"},
     {"--time-limit", "SECONDS", "stop measuring after this long and write the cells measured so far"},
     {"--out", "FILE", "the table to write (default: DTMPI_COLL_TABLE, else <DTMPI_CACHE_DIR>/coll-<host>.json)"},

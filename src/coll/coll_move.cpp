@@ -6,6 +6,9 @@
 // the same on every rank: DTMPI_COLL, the operation, the communicator and
 // the bytes per rank (equal everywhere by MPI's type matching), never a
 // rank's datatype layout or buffer location.
+#include <algorithm>
+#include <vector>
+
 #include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
 #include "coll/entry.hpp"
@@ -109,6 +112,24 @@ Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datat
                req);
 }
 
+Result<bool> reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype type, MPI_Op op,
+                            MPI_Comm comm, MPI_Request* req) {
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (!counts || !valid(comm, type, 0) || !rb) return false;
+  Reducer r{};
+  if (!reducer_for(type, op, r)) return false;
+  const int n = size_of(comm);
+  std::vector<int64_t> elems(counts, counts + n);
+  int64_t largest = 0;
+  for (int64_t c : elems) largest = std::max(largest, c);
+  Algorithm a{};
+  auto state = serving(CollOpKind::kReduceScatter, comm, largest * r.elem, req, a);
+  if (!state) return state.error();
+  if (!state.value()) return false;
+  return start(make_reduce_scatter(std::move(state.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, std::move(elems), r),
+               req);
+}
+
 Result<bool> scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                   MPI_Request* req) {
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;
@@ -144,6 +165,12 @@ Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommSta
     case CollOpKind::kReduceScatterBlock:
       if (!reducer_for(type, mop, red)) return false;
       return start(make_reduce_scatter_block(std::move(st), a, sb, rb, count, red), req);
+    case CollOpKind::kReduceScatter:
+    {
+      if (!reducer_for(type, mop, red)) return false;
+      std::vector<int64_t> counts(static_cast<size_t>(st->size), count);
+      return start(make_reduce_scatter(std::move(st), a, sb, rb, std::move(counts), red), req);
+    }
     case CollOpKind::kScan:
     case CollOpKind::kExscan:
       if (!reducer_for(type, mop, red)) return false;

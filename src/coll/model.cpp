@@ -61,7 +61,8 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     case CollOpKind::kScatterv: return {Algorithm::kFlat};
     case CollOpKind::kAlltoall:
     case CollOpKind::kAlltoallv: return {Algorithm::kPairwise, Algorithm::kFlat};
-    case CollOpKind::kReduceScatterBlock: return {Algorithm::kFlat};
+    case CollOpKind::kReduceScatterBlock:
+    case CollOpKind::kReduceScatter: return {Algorithm::kFlat};
     case CollOpKind::kScan:
     case CollOpKind::kExscan: return {Algorithm::kLinear, Algorithm::kRecursiveDoubling};
     default: return {};
@@ -139,6 +140,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       return -1;
     }
     case CollOpKind::kReduceScatterBlock:
+    case CollOpKind::kReduceScatter:  // `bytes`: the largest block
       // publish n blocks, fold this rank's block of every input
       if (a == Algorithm::kFlat) return n * p.G * B + p.L + (n - 1) * (p.o + p.g + p.G * B);
       return -1;

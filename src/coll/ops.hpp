@@ -146,6 +146,9 @@ std::unique_ptr<CollOp> make_scatterv(std::shared_ptr<CommState> st, Algorithm a
 // Reduce_scatter_block (`count` elements per block), Scan and Exscan.
 std::unique_ptr<CollOp> make_reduce_scatter_block(std::shared_ptr<CommState> st, Algorithm a, const void* in,
                                                   void* out, int count, const Reducer& r);
+// Reduce_scatter: rank j's result is counts[j] elements (every rank's counts).
+std::unique_ptr<CollOp> make_reduce_scatter(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out,
+                                            std::vector<int64_t> counts, const Reducer& r);
 std::unique_ptr<CollOp> make_scan(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                   const Reducer& r, bool exclusive);
 

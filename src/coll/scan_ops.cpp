@@ -1,10 +1,12 @@
-// Reduce_scatter_block (flat), Scan and Exscan (linear, recursive doubling)
+// Reduce_scatter_block and Reduce_scatter (flat), Scan and Exscan (linear, recursive doubling)
 // on the node segment. Buffers are contiguous (the caller checks); chunks are
 // whole elements of each block. Operands keep MPI's order for non-commutative
 // ops: a part from lower ranks is always the left operand, and every part
 // covers a contiguous rank range.
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <vector>
 
 #include "coll/chunked.hpp"
 
@@ -18,25 +20,45 @@ using Seg = transport::NodeSegment;
 // blocks (region j: block j); rank i folds block i of all inputs in rank
 // order, right to left (x0 op (x1 op ... xn-1)), straight into its result.
 // In place the result overwrites the chunk of input block 0 this rank has
-// already published.
+// already published. Reduce_scatter (uneven blocks, `counts` known on every
+// rank): a chunk is the same element range of every block, a block shorter
+// than it contributes what it has; in place, the result's chunk c overlaps
+// only input chunks c' <= c, all published by then.
 class ReduceScatterBlock final : public ChunkedReduction {
  public:
-  using ChunkedReduction::ChunkedReduction;
+  ReduceScatterBlock(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count,
+                     const Reducer& r, const void* in, void* out, std::vector<int64_t> counts = {})
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), counts_(std::move(counts)) {
+    int64_t at = 0;
+    for (int64_t c : counts_) {
+      displs_.push_back(at);
+      at += c;
+    }
+  }
 
  private:
+  // this chunk's elements of block j, and where block j starts
+  int64_t mj(int j) const {
+    return counts_.empty() ? m() : std::clamp<int64_t>(counts_[j] - first(), 0, cap_);
+  }
+  int64_t at(int j) const { return counts_.empty() ? j * count_ : displs_[j]; }
   bool advance() override {
     if (phase_ == 0) {
-      for (int j = 0; j < n(); ++j) Seg::put(region(me(), j), in_ + (j * count_ + first()) * r_.elem, bytes());
+      for (int j = 0; j < n(); ++j)
+        Seg::put(region(me(), j), in_ + (at(j) + first()) * r_.elem, static_cast<size_t>(mj(j) * r_.elem));
       publish(0);
       phase_ = 1;
     }
     for (; index_ < n(); ++index_)
       if (!ready(index_, 0)) return false;
+    const int64_t mine = mj(me());
+    if (mine == 0) return true;
     char* dst = out();
-    std::memcpy(dst, region(n() - 1, me()), bytes());
-    for (int j = n() - 2; j >= 0; --j) check(r_.left(region(j, me()), dst, m()));
+    std::memcpy(dst, region(n() - 1, me()), static_cast<size_t>(mine * r_.elem));
+    for (int j = n() - 2; j >= 0; --j) check(r_.left(region(j, me()), dst, mine));
     return true;
   }
+  std::vector<int64_t> counts_, displs_;
 };
 
 // Scan / Exscan, linear: rank i waits for rank i-1's inclusive prefix
@@ -125,6 +147,14 @@ std::unique_ptr<CollOp> make_reduce_scatter_block(std::shared_ptr<CommState> st,
   if (count <= 0 || a != Algorithm::kFlat) return nullptr;
   const int n = st->size;
   return build<ReduceScatterBlock>(std::move(st), n, count, r, in, out);
+}
+
+std::unique_ptr<CollOp> make_reduce_scatter(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out,
+                                            std::vector<int64_t> counts, const Reducer& r) {
+  const int64_t largest = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  if (largest <= 0 || largest > INT_MAX || a != Algorithm::kFlat) return nullptr;
+  const int n = st->size;
+  return build<ReduceScatterBlock>(std::move(st), n, static_cast<int>(largest), r, in, out, std::move(counts));
 }
 
 std::unique_ptr<CollOp> make_scan(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,

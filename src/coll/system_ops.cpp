@@ -12,8 +12,8 @@ namespace dtmpi::coll {
 
 namespace {
 
-// The v forms with every block `count` of `t` in rank order.
-int system_collective_v(CollOpKind op, const void* in, void* out, int count, MPI_Datatype t, int root,
+// The v forms and Reduce_scatter with every block `count` of `t` in rank order.
+int system_collective_v(CollOpKind op, const void* in, void* out, int count, MPI_Datatype t, MPI_Op mop, int root,
                         MPI_Comm comm, MPI_Request* req) {
   int n = 0;
   REAL(MPI_Comm_size)(comm, &n);
@@ -43,6 +43,9 @@ int system_collective_v(CollOpKind op, const void* in, void* out, int count, MPI
     case CollOpKind::kAlltoallv:
       return nb ? REAL(MPI_Ialltoallv)(in, c, d, t, out, c, d, t, comm, req)
                 : REAL(MPI_Alltoallv)(in, c, d, t, out, c, d, t, comm);
+    case CollOpKind::kReduceScatter:
+      return nb ? REAL(MPI_Ireduce_scatter)(in, out, c, t, mop, comm, req)
+                : REAL(MPI_Reduce_scatter)(in, out, c, t, mop, comm);
     default:
       return MPI_ERR_OP;
   }
@@ -85,7 +88,7 @@ int system_collective(CollOpKind op, const void* in, void* out, int count, MPI_D
       return nb ? REAL(MPI_Iexscan)(in, out, count, t, mop, comm, req)
                 : REAL(MPI_Exscan)(in, out, count, t, mop, comm);
     default:
-      return system_collective_v(op, in, out, count, t, root, comm, req);
+      return system_collective_v(op, in, out, count, t, mop, root, comm, req);
   }
 }
 
@@ -100,6 +103,7 @@ bool moves_blocks_per_rank(CollOpKind op) {
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv:
     case CollOpKind::kAlltoallv:
+    case CollOpKind::kReduceScatter:
       return true;
     default:
       return false;

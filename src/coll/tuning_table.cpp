@@ -33,7 +33,7 @@ constexpr Named kAlgorithms[] = {
 // In CollOpKind's order.
 constexpr const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",
                                 "scatter", "alltoall", "reduce_scatter_block", "scan",   "exscan",
-                                "allgatherv", "gatherv", "scatterv", "alltoallv"};
+                                "allgatherv", "gatherv", "scatterv", "alltoallv", "reduce_scatter"};
 static_assert(sizeof kOps / sizeof kOps[0] == static_cast<size_t>(CollOpKind::kCount));
 
 double log2_ratio(double a, double b) { return std::fabs(std::log2(std::max(a, 1.0) / std::max(b, 1.0))); }

@@ -196,6 +196,10 @@ dtmpi::Status reduce_scatter(const void* sb, void* rb, const int counts[], MPI_D
   const bool in_place = sb == MPI_IN_PLACE;
   return run_reduction(sb, total, rb, in_place ? total : counts[me], in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
+                         // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
+                         auto served = dtmpi::coll::reduce_scatter(s, r, counts, type, op, comm, q);
+                         if (!served) return served.error().code;
+                         if (served.value()) return MPI_SUCCESS;
                          return q ? REAL(MPI_Ireduce_scatter)(s, r, counts, type, op, comm, q)
                                   : REAL(MPI_Reduce_scatter)(s, r, counts, type, op, comm);
                        });

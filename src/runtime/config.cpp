@@ -74,7 +74,8 @@ const std::vector<VariableDoc> kVariables = {
      "bcast:binomial|flat, allreduce:recdbl|rsag|tree|knomial4|knomial8, reduce:binomial|flat|knomial4|knomial8, "
      "allgather:ring|recdbl|flat, gather:binomial|flat, "
      "scatter:binomial|flat, alltoall:pairwise|flat, reduce_scatter_block:flat, scan:linear|recdbl, "
-     "exscan:linear|recdbl, allgatherv:ring|recdbl|flat, gatherv:flat, scatterv:flat, alltoallv:pairwise|flat; "
+     "exscan:linear|recdbl, allgatherv:ring|recdbl|flat, gatherv:flat, scatterv:flat, alltoallv:pairwise|flat, "
+     "reduce_scatter:flat; "
      "any op:system) and optionally tuned for the ops not named "
      "-- docs/collectives.md"},
     {"DTMPI_COLL_TABLE", "$DTMPI_CACHE_DIR/coll-<host>.json",

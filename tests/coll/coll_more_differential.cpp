@@ -104,12 +104,18 @@ TEST(CollMore, AlltoallMatchesSystem) { moves_match(Kind::kAlltoall); }
 TEST(CollMore, GatherMatchesSystem) { moves_match(Kind::kGather); }
 TEST(CollMore, ScatterMatchesSystem) { moves_match(Kind::kScatter); }
 
-enum class RKind { kReduceScatterBlock, kScan, kExscan };
+enum class RKind { kReduceScatterBlock, kScan, kExscan, kReduceScatter };
 
-int rcall(RKind kind, bool sys, bool nb, const void* sb, void* rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+int rcall(RKind kind, bool sys, bool nb, const void* sb, void* rb, int count, const int* counts, MPI_Datatype t,
+          MPI_Op op, MPI_Comm comm) {
   MPI_Request r = MPI_REQUEST_NULL;
   int code = MPI_SUCCESS;
   switch (kind) {
+    case RKind::kReduceScatter:
+      code = sys  ? PMPI_Reduce_scatter(sb, rb, counts, t, op, comm)
+             : nb ? MPI_Ireduce_scatter(sb, rb, counts, t, op, comm, &r)
+                  : MPI_Reduce_scatter(sb, rb, counts, t, op, comm);
+      break;
     case RKind::kReduceScatterBlock:
       code = sys  ? PMPI_Reduce_scatter_block(sb, rb, count, t, op, comm)
              : nb ? MPI_Ireduce_scatter_block(sb, rb, count, t, op, comm, &r)
@@ -129,7 +135,7 @@ int rcall(RKind kind, bool sys, bool nb, const void* sb, void* rb, int count, MP
 }
 
 void prefix_reductions_match(RKind kind) {
-  static const char* kNames[] = {"reduce_scatter_block", "scan", "exscan"};
+  static const char* kNames[] = {"reduce_scatter_block", "scan", "exscan", "reduce_scatter"};
   ServedCheck served{kNames[static_cast<int>(kind)]};
   MPI_Datatype mat = MPI_DATATYPE_NULL;
   MPI_Type_contiguous(4, MPI_UINT32_T, &mat);
@@ -152,7 +158,16 @@ void prefix_reductions_match(RKind kind) {
       const Reduction& c = cases[it < kCases ? it : rng() % kCases];
       const int64_t count = it % 8 == 7 ? 3000 + rng() % 12000 : it % 8 == 3 ? 0 : 1 + rng() % 700;
       const bool in_place = rng() % 3 == 0, nb = it % 4 == 1;
-      const int64_t in_count = kind == RKind::kReduceScatterBlock ? n * count : count;
+      // Reduce_scatter: rank j's block its own size (zeros, small, `count`)
+      std::vector<int> counts(static_cast<size_t>(n), static_cast<int>(count));
+      if (kind == RKind::kReduceScatter)
+        for (int& c : counts) c = rng() % 3 == 0 ? 0 : rng() % 2 ? static_cast<int>(count) : static_cast<int>(rng() % 50);
+      int64_t total = 0;
+      for (int c : counts) total += c;
+      const int64_t in_count = kind == RKind::kReduceScatterBlock ? n * count
+                               : kind == RKind::kReduceScatter    ? total
+                                                                  : count;
+      const int64_t out_count = kind == RKind::kReduceScatter ? counts[me] : count;
       std::mt19937 local(rng() + static_cast<unsigned>(me) * 104729u);
       std::vector<char> in, out, ref;
       fill(in, c.t, in_count, local);
@@ -162,10 +177,10 @@ void prefix_reductions_match(RKind kind) {
       for (int sys = 0; sys < 2; ++sys) {
         std::vector<char>& o = sys ? ref : out;
         ASSERT_EQ(MPI_SUCCESS, rcall(kind, sys != 0, nb, in_place ? MPI_IN_PLACE : in.data(), o.data(),
-                                     static_cast<int>(count), c.t.type, c.op, comm));
+                                     static_cast<int>(count), counts.data(), c.t.type, c.op, comm));
       }
       if (kind == RKind::kExscan && me == 0) continue;  // undefined there
-      EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), static_cast<size_t>(count) * c.t.elem))
+      EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), static_cast<size_t>(out_count) * c.t.elem))
           << "case " << (&c - cases) << " count " << count << " in place " << in_place
           << (nb ? " non-blocking" : "") << " on " << n << " ranks";
     }
@@ -178,6 +193,7 @@ void prefix_reductions_match(RKind kind) {
 TEST(CollMore, ReduceScatterBlockMatchesSystem) { prefix_reductions_match(RKind::kReduceScatterBlock); }
 TEST(CollMore, ScanMatchesSystem) { prefix_reductions_match(RKind::kScan); }
 TEST(CollMore, ExscanMatchesSystem) { prefix_reductions_match(RKind::kExscan); }
+TEST(CollMore, ReduceScatterMatchesSystem) { prefix_reductions_match(RKind::kReduceScatter); }
 
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
 TEST(CollMore, ZzDtmpiServedWhereSelected) {
