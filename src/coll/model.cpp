@@ -47,7 +47,7 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
   switch (op) {
     case CollOpKind::kBarrier:
       return {Algorithm::kDissemination, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
-    case CollOpKind::kBcast: return {Algorithm::kBinomial, Algorithm::kFlat};
+    case CollOpKind::kBcast: return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kChain};
     case CollOpKind::kAllreduce:
       return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
               Algorithm::kKnomial4, Algorithm::kKnomial8};
@@ -108,6 +108,12 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (op == CollOpKind::kReduce && (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8))
         return kary_broadcast(p, n, bytes, radix_of(a));
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
+      if (op == CollOpKind::kBcast && a == Algorithm::kChain) {
+        // n-1 hops of the first segment, then one segment per hop behind it
+        // (segments of 64 KiB: a quarter of the default scratch)
+        const double seg = std::min(B, 65536.0), segments = std::ceil(B / std::max(seg, 1.0));
+        return (n - 2 + segments) * (p.L + p.o + p.G * seg);
+      }
       return -1;
     case CollOpKind::kAllreduce:
       if (a == Algorithm::kRecursiveDoubling) return l2 * (p.L + p.o + p.g + p.G * B);

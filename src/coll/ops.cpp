@@ -136,10 +136,10 @@ class Barrier final : public CollOp {
 // type the engine cannot plan) into a local buffer first.
 class Bcast final : public CollOp {
  public:
-  Bcast(std::shared_ptr<CommState> st, bool flat, char* data, int64_t bytes, int root, size_t chunk)
+  Bcast(std::shared_ptr<CommState> st, Algorithm a, char* data, int64_t bytes, int root, size_t chunk)
       : CollOp(std::move(st), static_cast<uint64_t>((bytes + static_cast<int64_t>(chunk) - 1) /
                                                     static_cast<int64_t>(chunk))),
-        flat_(flat), data_(data), bytes_(bytes), root_(root), chunk_bytes_(static_cast<int64_t>(chunk)) {
+        alg_(a), data_(data), bytes_(bytes), root_(root), chunk_bytes_(static_cast<int64_t>(chunk)) {
     region_bytes_ = chunk;
   }
   // a non-contiguous (count, type): packed here, unpacked at the end
@@ -160,10 +160,9 @@ class Bcast final : public CollOp {
       publish(0);
       return true;
     }
-    const int vr = (me() - root_ + n()) % n();
-    const int from = flat_ ? root_ : (parent_of(vr) + root_) % n();
+    const int from = source();
     if (!ready(from, 0)) return false;
-    if (!flat_ && has_children(vr, n())) {  // children read this rank's copy
+    if (forwards()) {  // children read this rank's copy
       Seg::put(region(me(), 0), region(from, 0), len);
       publish(0);
       Seg::get(data_ + off, region(me(), 0), len);
@@ -180,11 +179,24 @@ class Bcast final : public CollOp {
       Seg::put_inline(seg().inline_slot(me(), seq_), data_, len, v);
       return true;
     }
-    const int vr = (me() - root_ + n()) % n();
-    const int from = flat_ ? root_ : (parent_of(vr) + root_) % n();
-    if (!Seg::get_inline(seg().inline_slot(from, seq_), v, data_, len)) return false;
-    if (!flat_ && has_children(vr, n())) Seg::put_inline(seg().inline_slot(me(), seq_), data_, len, v);
+    if (!Seg::get_inline(seg().inline_slot(source(), seq_), v, data_, len)) return false;
+    if (forwards()) Seg::put_inline(seg().inline_slot(me(), seq_), data_, len, v);
     return true;
+  }
+  // Where a non-root reads from, and whether it keeps a copy for others. Flat:
+  // the root, no. Binomial: its tree parent, where it has children. Chain:
+  // relative rank vr - 1, but for the last; a rank moves on to its next
+  // segment (a later scratch slot) while vr + 1 still reads this one, so the
+  // segments pipeline down the chain.
+  int source() const {
+    const int vr = (me() - root_ + n()) % n();
+    const int parent = alg_ == Algorithm::kFlat ? 0 : alg_ == Algorithm::kChain ? vr - 1 : parent_of(vr);
+    return (parent + root_) % n();
+  }
+  bool forwards() const {
+    const int vr = (me() - root_ + n()) % n();
+    if (alg_ == Algorithm::kChain) return vr + 1 < n();
+    return alg_ == Algorithm::kBinomial && has_children(vr, n());
   }
   void complete() override {
     if (packed.empty() || me() == root_) return;
@@ -195,7 +207,7 @@ class Bcast final : public CollOp {
     int pos = 0;
     fail(REAL(MPI_Unpack)(packed.data(), static_cast<int>(packed.size()), &pos, user, count, type, comm));
   }
-  bool flat_;
+  Algorithm alg_;
   char* data_;
   int64_t bytes_;
   int root_;
@@ -213,7 +225,7 @@ std::unique_ptr<CollOp> make_barrier(std::shared_ptr<CommState> st, Algorithm a)
 
 std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, void* buf, int count,
                                    MPI_Datatype type, int root, MPI_Comm comm) {
-  if (a != Algorithm::kBinomial && a != Algorithm::kFlat) return nullptr;
+  if (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kChain) return nullptr;
   int size = 0;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   REAL(MPI_Type_size)(type, &size);
@@ -222,10 +234,12 @@ std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, v
   const int64_t bytes = int64_t{count} * size;
   if (bytes <= 0) return nullptr;
   const bool contiguous = tlb == 0 && textent == size && (count == 1 || extent == size);
-  const size_t chunk = st->seg->scratch_bytes();
+  // the chain's segment: a quarter of the scratch (so that a message of a
+  // slot's size already pipelines in four), at least 4 KiB
+  const size_t slot = st->seg->scratch_bytes();
+  const size_t chunk = a == Algorithm::kChain ? std::max<size_t>(std::min<size_t>(4096, slot), slot / 4 / 64 * 64) : slot;
   if (contiguous) {
-    return std::make_unique<Bcast>(std::move(st), a == Algorithm::kFlat, static_cast<char*>(buf), bytes, root,
-                                   chunk);
+    return std::make_unique<Bcast>(std::move(st), a, static_cast<char*>(buf), bytes, root, chunk);
   }
   std::vector<char> packed(static_cast<size_t>(bytes));
   type::PlanPtr plan = type::plan_for(type);
@@ -238,7 +252,7 @@ std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, v
       packed_rc = REAL(MPI_Pack)(buf, count, type, packed.data(), static_cast<int>(bytes), &pos, comm);
     }
   }
-  auto op = std::make_unique<Bcast>(std::move(st), a == Algorithm::kFlat, packed.data(), bytes, root, chunk);
+  auto op = std::make_unique<Bcast>(std::move(st), a, packed.data(), bytes, root, chunk);
   op->packed = std::move(packed);  // the vector's storage moves with it: the pointer stays valid
   op->user = buf;
   op->count = count;

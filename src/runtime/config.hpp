@@ -106,7 +106,7 @@ const Config& config();
 // (Constant data, not a std::vector: the environment may be read by another
 // library object's static constructor, before a vector here is built.)
 inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 system",
-                                                  "bcast binomial flat system",
+                                                  "bcast binomial flat chain system",
                                                   "allreduce recdbl rsag tree knomial4 knomial8 system",
                                                   "reduce binomial flat knomial4 knomial8 system",
                                                   "allgather ring recdbl flat system",
