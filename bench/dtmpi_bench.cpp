@@ -16,6 +16,7 @@ int bench_halo(int argc, char** argv);
 int bench_rma(int argc, char** argv);
 int bench_commit(int argc, char** argv);
 int bench_coll(int argc, char** argv);
+int bench_protocols(int argc, char** argv);
 int bench_stencil(int argc, char** argv);
 #ifdef DTMPI_BENCH_GPU
 int bench_gpu_pack(int argc, char** argv);
@@ -76,6 +77,11 @@ const std::vector<Command> kCommands = {
       {"--op", "S",
        "only this operation (barrier, bcast, allreduce, reduce, allgather, gather, scatter, alltoall, rsb, scan, "
        "exscan, allgatherv, gatherv, scatterv, alltoallv, rs)"}}},
+    {"protocols", "mpiexec -n N dtmpi-bench protocols",
+     "claims C3 and C4 of the Nishtala digest on dtmpi's node segment: a broadcast from rank 0 (8 B - 4 MiB, "
+     "barrier-separated) by signaling put, eager (bounce + copy out), rendez-vous (announce, get, acknowledge), "
+     "and the cached address (Single) vs one discovered per call (Local); every destination checked",
+     {kQuick}},
     {"halo", "mpiexec -n N dtmpi-bench halo",
      "3D halo exchange (26 neighbours, subarray types): isend / alltoallv / alltoallw with the system MPI vs dtmpi "
      "vs the packed-bytes limit, every exchange validated",
@@ -199,6 +205,8 @@ int main(int argc, char** argv) {
     rc = dtmpi::bench::bench_latency(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "coll") == 0)
     rc = dtmpi::bench::bench_coll(argc - 1, argv + 1);
+  else if (argc > 1 && std::strcmp(argv[1], "protocols") == 0)
+    rc = dtmpi::bench::bench_protocols(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "stencil") == 0)
     rc = dtmpi::bench::bench_stencil(argc - 1, argv + 1);
   else if (argc > 1 && std::strcmp(argv[1], "commit") == 0)

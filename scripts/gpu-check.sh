@@ -36,7 +36,8 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  off / on, against the packed-bytes limit and the plain-MPI halo)
   coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
                  tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
-                 flight), the exhaustive search on 4 ranks (claim C17), then dtmpi-bench coll at 2, 4,
+                 flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
+                 (claims C3, C4), then dtmpi-bench coll at 2, 4,
                  8 and 16 ranks with DTMPI_COLL=tuned reading that table (its quick form: 8 B-64 KiB;
                  the tuner's log has every size to 16 MiB beside the system MPI's time)
   scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
@@ -103,8 +104,8 @@ if [ "$what" = all ] || [ "$what" = test ]; then
 fi
 
 if [ "$what" = coll ]; then
-  # four files in $out (the device tool returns a few files per call):
-  # coll-table.json, coll-tune.txt, coll-exhaustive-4.txt, coll-bench.txt
+  # five files in $out (the device tool returns a few files per call):
+  # coll-table.json, coll-tune.txt, coll-exhaustive-4.txt, coll-protocols.txt, coll-bench.txt
   step "dtmpi's collectives on $(nproc) cores: dtmpi-tune, then dtmpi-bench coll with its table"
   [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > /tmp/configure-coll.log 2>&1
@@ -116,6 +117,8 @@ if [ "$what" = coll ]; then
     | tee "$out/coll-tune.txt" | grep -E "LogGP|wrote|limit"
   timeout 120 mpiexec -n 4 --bind-to core $build/tools/dtmpi-tune --quick --exhaustive --blocking-only \
     --out /tmp/coll-exhaustive-4.json 2>&1 | tee "$out/coll-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
+  # claims C3 and C4 (protocols over the node segment) on 4 ranks
+  timeout 120 mpiexec -n 4 --bind-to core $build/bench/dtmpi-bench protocols 2>&1 | tee "$out/coll-protocols.txt"
   : > "$out/coll-bench.txt"
   for n in 2 4 8 16; do
     [ $n -gt "$ranks" ] && break
