@@ -33,15 +33,6 @@ MessageBytes& MessageBytes::operator=(MessageBytes&& o) noexcept {
   return *this;
 }
 
-MessageBytes::MessageBytes(const MessageBytes& o) : MessageBytes(allocate(o.size_)) {
-  if (size_) std::memcpy(data(), o.data(), size_);
-}
-
-MessageBytes& MessageBytes::operator=(const MessageBytes& o) {
-  if (this != &o) *this = MessageBytes(o);
-  return *this;
-}
-
 void MessageBytes::release() {
   if (pooled_.ptr) runtime::release_staging(pooled_);
   pooled_ = runtime::Staging{};

@@ -24,10 +24,8 @@ class MessageBytes {
 
   MessageBytes(MessageBytes&& o) noexcept;
   MessageBytes& operator=(MessageBytes&& o) noexcept;
-  // A copy of the bytes (the containers of messages in flight relocate by
-  // copy where their element's move may throw; messages are moved, not copied)
-  MessageBytes(const MessageBytes& o);
-  MessageBytes& operator=(const MessageBytes& o);
+  MessageBytes(const MessageBytes&) = delete;
+  MessageBytes& operator=(const MessageBytes&) = delete;
   ~MessageBytes() { release(); }
 
   unsigned char* data() { return pooled_.ptr ? static_cast<unsigned char*>(pooled_.ptr) : heap_.data(); }

@@ -123,7 +123,9 @@ struct Window {
   runtime::PointerInfo info;
   bool free_base = false;  // MPI_Win_allocate in DTMPI_RMA=all: memory from MPI_Alloc_mem
   std::vector<Region> regions;
-  std::vector<Peer> peers;
+  // sized once at creation; a deque never relocates its elements (a Peer's
+  // messages in flight are move-only)
+  std::deque<Peer> peers;
   // as target: the lock and who waits for it
   int exclusive_holder = -1;
   int shared_holders = 0;
