@@ -56,7 +56,8 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     case CollOpKind::kAllgather:
     case CollOpKind::kAllgatherv: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
     case CollOpKind::kGather:
-    case CollOpKind::kScatter: return {Algorithm::kBinomial, Algorithm::kFlat};
+    case CollOpKind::kScatter:
+      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv: return {Algorithm::kFlat};
     case CollOpKind::kAlltoall:
@@ -135,6 +136,8 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
     case CollOpKind::kScatter:
       // the reverse of one another (thesis 5.3); flat as radix n
       if (a == Algorithm::kBinomial) return kary_scatter(p, n, 1, bytes, 2);
+      // the K-nomial trees as the thesis's K-ary ones of the same radix
+      if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) return kary_scatter(p, n, 1, bytes, radix_of(a));
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_scatter(p, n, 1, bytes, n);
       return -1;
     case CollOpKind::kAlltoall: {

@@ -1,11 +1,14 @@
-// Gather and Scatter (binomial tree with contiguous subtrees, flat) on the
-// node segment, over contiguous bytes (coll_move.cpp packs). Ranks relative
-// to the root (vr = me - root mod n) are the tree's: the subtree of vr is
-// vr .. vr + lowbit(vr) - 1, so a subtree's blocks are one contiguous range
-// of pieces (piece t: block of relative rank vr + t) and move with one copy.
+// Gather and Scatter (K-nomial trees of radix 2 -- the binomial tree -- 4
+// and 8, with contiguous subtrees; flat) on the node segment, over contiguous
+// bytes (coll_move.cpp packs). Ranks relative to the root (vr = me - root mod
+// n) are the tree's (coll/trees.hpp): the subtree of vr is the contiguous
+// range [vr, vr + knomial_subtree_size), so a subtree's blocks are one
+// contiguous range of pieces (piece t: block of relative rank vr + t) and
+// move with one copy.
 #include <cstring>
 
 #include "coll/move.hpp"
+#include "coll/trees.hpp"
 
 namespace dtmpi::coll {
 
@@ -15,26 +18,30 @@ using Seg = transport::NodeSegment;
 
 class Rooted : public ChunkedMove {
  public:
+  // radix 0: flat
   Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, int root,
-         bool flat)
-      : ChunkedMove(std::move(st), cap, send, recv, block), root_(root), flat_(flat) {}
+         int radix)
+      : ChunkedMove(std::move(st), cap, send, recv, block), root_(root), radix_(radix) {}
   // the v forms: flat only (a tree's inner ranks would forward blocks whose
   // sizes only the root knows)
   Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t largest, VLayout v,
          int root)
-      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), root_(root), flat_(true) {}
+      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), root_(root), radix_(0) {}
 
  protected:
   int vr() const { return (me() - root_ + n()) % n(); }
   int abs(int rel) const { return (rel + root_) % n(); }
+  bool flat() const { return radix_ == 0; }
   // blocks in the subtree of relative rank v
-  int subtree(int v) const { return std::min(lowbit(v, n()), n() - v); }
+  int subtree(int v) const { return knomial_subtree_size(v, n(), radix_); }
+  // child i of relative rank v, ascending (-1 past the last)
+  int child(int v, int i) const { return knomial_child(v, n(), radix_, i); }
   int root_;
-  bool flat_;
+  int radix_;
 };
 
-// Gather: a rank copies its block (piece 0) and each child's subtree (piece
-// 2^i: child vr + 2^i) into its slot, then publishes phase 0; the root reads
+// Gather: a rank copies its block (piece 0) and each child's subtree (pieces
+// c - vr on: child c) into its slot, then publishes phase 0; the root reads
 // its children's ranges into the receive buffer. Flat: every rank publishes
 // its block, the root reads them all.
 class Gather final : public Rooted {
@@ -48,19 +55,18 @@ class Gather final : public Rooted {
       if (phase_ == 0) {
         if (send_ + off() != rblock(root_)) std::memcpy(rblock(root_), send_ + off(), rlen(root_));
         phase_ = 1;
-        index_ = flat_ ? 1 : 0;
+        index_ = flat() ? 1 : 0;
       }
-      if (flat_) {
+      if (flat()) {
         for (; index_ < n(); ++index_) {
           if (!ready(abs(index_), 0)) return false;
           Seg::get(rblock(abs(index_)), at(abs(index_), 0), rlen(abs(index_)));
         }
         return true;
       }
-      for (; (1 << index_) < n(); ++index_) {
-        const int child = 1 << index_;
-        if (!ready(abs(child), 0)) return false;
-        for (int t = 0; t < subtree(child); ++t) Seg::get(rblock(abs(child + t)), at(abs(child), t), len());
+      for (int c; (c = child(0, index_)) >= 0; ++index_) {
+        if (!ready(abs(c), 0)) return false;
+        for (int t = 0; t < subtree(c); ++t) Seg::get(rblock(abs(c + t)), at(abs(c), t), len());
       }
       return true;
     }
@@ -68,11 +74,10 @@ class Gather final : public Rooted {
       Seg::put(at(me(), 0), send_ + off(), own_len());
       phase_ = 1;
     }
-    if (!flat_) {
-      for (; (1 << index_) < lowbit(v, n()) && v + (1 << index_) < n(); ++index_) {
-        const int child = v + (1 << index_);
-        if (!ready(abs(child), 0)) return false;
-        Seg::put(at(me(), 1 << index_), at(abs(child), 0), static_cast<size_t>(subtree(child)) * len());
+    if (!flat()) {
+      for (int c; (c = child(v, index_)) >= 0; ++index_) {
+        if (!ready(abs(c), 0)) return false;
+        Seg::put(at(me(), c - v), at(abs(c), 0), static_cast<size_t>(subtree(c)) * len());
       }
     }
     publish(0);
@@ -97,10 +102,10 @@ class Scatter final : public Rooted {
       if (recv_ && recv_ + off() != sblock(root_)) std::memcpy(recv_ + off(), sblock(root_), slen(root_));
       return true;
     }
-    const int parent = flat_ ? 0 : parent_of(v);
+    const int parent = flat() ? 0 : knomial_parent(v, radix_);
     if (!ready(abs(parent), 0)) return false;
     const char* mine = at(abs(parent), v - parent);
-    if (!flat_ && has_children(v, n())) {
+    if (!flat() && subtree(v) > 1) {
       Seg::put(at(me(), 0), mine, static_cast<size_t>(subtree(v)) * len());
       publish(0);
     }
@@ -109,14 +114,26 @@ class Scatter final : public Rooted {
   }
 };
 
+// The tree's radix for `a` (0: flat; -1: not a rooted algorithm).
+int radix_for(Algorithm a) {
+  switch (a) {
+    case Algorithm::kFlat: return 0;
+    case Algorithm::kBinomial: return 2;
+    case Algorithm::kKnomial4: return 4;
+    case Algorithm::kKnomial8: return 8;
+    default: return -1;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<CollOp> make_gather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                     int64_t block, int root) {
-  if (block <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat)) return nullptr;
-  const int64_t cap = ChunkedMove::cap_for(*st, a == Algorithm::kFlat ? 1 : st->size);
+  const int radix = radix_for(a);
+  if (block <= 0 || radix < 0) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, radix == 0 ? 1 : st->size);
   if (cap <= 0) return nullptr;
-  return std::make_unique<Gather>(std::move(st), cap, send, recv, block, root, a == Algorithm::kFlat);
+  return std::make_unique<Gather>(std::move(st), cap, send, recv, block, root, radix);
 }
 
 std::unique_ptr<CollOp> make_gatherv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
@@ -137,10 +154,11 @@ std::unique_ptr<CollOp> make_scatterv(std::shared_ptr<CommState> st, Algorithm a
 
 std::unique_ptr<CollOp> make_scatter(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                      int64_t block, int root) {
-  if (block <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat)) return nullptr;
+  const int radix = radix_for(a);
+  if (block <= 0 || radix < 0) return nullptr;
   const int64_t cap = ChunkedMove::cap_for(*st, st->size);
   if (cap <= 0) return nullptr;
-  return std::make_unique<Scatter>(std::move(st), cap, send, recv, block, root, a == Algorithm::kFlat);
+  return std::make_unique<Scatter>(std::move(st), cap, send, recv, block, root, radix);
 }
 
 }  // namespace dtmpi::coll
