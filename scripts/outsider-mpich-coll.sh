@@ -7,6 +7,10 @@ set -u
 S1='barrier:knomial4,bcast:flat,allreduce:knomial4,reduce:knomial8,allgather:ring,gather:binomial,scatter:binomial,alltoall:pairwise,reduce_scatter_block:flat,scan:recdbl,exscan:recdbl'
 S2='barrier:flat,bcast:binomial,allreduce:rsag,reduce:flat,allgather:recdbl,gather:flat,scatter:flat,alltoall:flat,scan:linear,exscan:linear'
 S3='barrier:dissemination,allreduce:recdbl,reduce:binomial,allreduce:tree'
+# session 18's operations and algorithms: the v forms, Reduce_scatter, the chain
+# Bcast, the K-nomial Gather/Scatter
+S4='allgatherv:ring,gatherv:flat,scatterv:flat,alltoallv:pairwise,reduce_scatter:flat,bcast:chain,gather:knomial4,scatter:knomial8'
+S5='allgatherv:recdbl,alltoallv:flat,gather:knomial8,scatter:knomial4,reduce_scatter:flat'
 
 usage() {
   cat <<EOF
@@ -39,10 +43,12 @@ Steps:
   3. run each testlist entry at min(its rank count, NP_MAX) ranks (entries that
      become identical after the cap run once), with
        plain  timeout T mpiexec.openmpi --oversubscribe -n N ./prog args
-       S1/S2/S3  the same with -x LD_PRELOAD=LIB -x DTMPI_COLL=<setting>
+       S1..S5  the same with -x LD_PRELOAD=LIB -x DTMPI_COLL=<setting>
      S1 = $S1
      S2 = $S2
      S3 = $S3
+     S4 = $S4
+     S5 = $S5
      A run PASSes when its output contains " No Errors" and it exits with 0;
      TIMEOUT when it ran past T seconds (exit 124/137); NOLOAD when ld.so
      could not preload LIB (counted as not passing); else FAIL. LIB is copied
@@ -58,7 +64,7 @@ Environment (optional):
   MPICH_TAG   the tag or commit to extract (default v4.0.2 where present, else HEAD)
   NP_MAX      the most ranks of one run (default 4)
   T           the time limit of one run in seconds (default 60)
-  CONFIGS     which configurations run (default "plain S1 S2 S3")
+  CONFIGS     which configurations run (default "plain S1 S2 S3"; S4 and S5 on request)
   ONLY        a space-separated list of program names; only those run
   S23_ALL     default 1: S2 and S3 run on every program; 0: only on programs whose
               source calls an operation those settings name (barrier, bcast,
@@ -192,7 +198,7 @@ nbuilt=0; for p in "${!built[@]}"; do [ "${built[$p]}" = yes ] && nbuilt=$((nbui
 echo "built ${nbuilt} of ${#built[@]} programs; ${#entries[@]} runs per configuration"
 
 # --- 3. run -------------------------------------------------------------------
-s23_ops='MPI_I?(Barrier|Bcast|Allreduce|Reduce|Allgather|Gather|Scatter|Alltoall|Scan|Exscan)\b'
+s23_ops='MPI_I?(Barrier|Bcast|Allreduce|Reduce|Allgather|Gather|Scatter|Alltoall|Scan|Exscan|Reduce_scatter)v?\b'
 declare -A npass=() nrun=() plainok=()
 bad=()
 : > "$out/results.txt"
@@ -202,6 +208,8 @@ for cfg in $CONFIGS; do
     S1) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S1") ;;
     S2) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S2") ;;
     S3) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S3") ;;
+    S4) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S4") ;;
+    S5) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S5") ;;
     *) echo "unknown configuration $cfg" >&2; exit 2 ;;
   esac
   [ "$cfg" != plain ] && [ "$STATS" = 1 ] && pre+=(-x DTMPI_STATS=1)

@@ -64,9 +64,17 @@ class ChunkedMove : public CollOp {
   char* at(int r, int64_t k) const {
     return seg().scratch(r, seq_) + k * (varied_ ? cap_ : static_cast<int64_t>(len()));
   }
-  // this chunk of block j of the receive / send buffer
-  char* rblock(int j) const { return recv_ + (varied_ ? v_.recvs.offset[j] : j * block_) + off(); }
-  const char* sblock(int j) const { return send_ + (varied_ ? v_.sends.offset[j] : j * block_) + off(); }
+  // this chunk of block j of the receive / send buffer, and of a one-block
+  // side (a rank's own send block, a scatter's receive block); null where the
+  // side is (a zero-byte side may be a null buffer: no arithmetic on it)
+  char* rblock(int j) const {
+    return recv_ ? recv_ + (varied_ ? v_.recvs.offset[j] : j * block_) + off() : nullptr;
+  }
+  const char* sblock(int j) const {
+    return send_ ? send_ + (varied_ ? v_.sends.offset[j] : j * block_) + off() : nullptr;
+  }
+  const char* own_send() const { return send_ ? send_ + off() : nullptr; }
+  char* own_recv() const { return recv_ ? recv_ + off() : nullptr; }
 
   const char* send_;
   char* recv_;

@@ -33,9 +33,9 @@ class Allgather final : public ChunkedMove {
   bool advance() override {
     if (phase_ == 0) {
       const int piece = alg_ == Algorithm::kFlat ? 0 : me();
-      Seg::put(at(me(), piece), send_ + off(), rlen(me()));
+      Seg::put(at(me(), piece), own_send(), rlen(me()));
       publish(0);
-      if (send_ + off() != rblock(me())) std::memcpy(rblock(me()), send_ + off(), rlen(me()));
+      if (own_send() != rblock(me())) Seg::get(rblock(me()), own_send(), rlen(me()));
       phase_ = 1;
       index_ = alg_ == Algorithm::kRing ? 1 : 0;
     }
@@ -102,7 +102,7 @@ class Alltoall final : public ChunkedMove {
       for (int j = 0; j < n(); ++j)
         if (j != me()) Seg::put(at(me(), j), sblock(j), slen(j));
       publish(0);
-      if (send_ != recv_) std::memcpy(rblock(me()), sblock(me()), rlen(me()));
+      if (send_ != recv_) Seg::get(rblock(me()), sblock(me()), rlen(me()));
       phase_ = 1;
       index_ = 1;
     }

@@ -53,7 +53,7 @@ class Gather final : public Rooted {
     const int v = vr();
     if (v == 0) {
       if (phase_ == 0) {
-        if (send_ + off() != rblock(root_)) std::memcpy(rblock(root_), send_ + off(), rlen(root_));
+        if (own_send() != rblock(root_)) Seg::get(rblock(root_), own_send(), rlen(root_));
         phase_ = 1;
         index_ = flat() ? 1 : 0;
       }
@@ -71,7 +71,7 @@ class Gather final : public Rooted {
       return true;
     }
     if (phase_ == 0) {
-      Seg::put(at(me(), 0), send_ + off(), own_len());
+      Seg::put(at(me(), 0), own_send(), own_len());
       phase_ = 1;
     }
     if (!flat()) {
@@ -99,7 +99,7 @@ class Scatter final : public Rooted {
     if (v == 0) {
       for (int t = 1; t < n(); ++t) Seg::put(at(me(), t), sblock(abs(t)), slen(abs(t)));
       publish(0);
-      if (recv_ && recv_ + off() != sblock(root_)) std::memcpy(recv_ + off(), sblock(root_), slen(root_));
+      if (recv_ && own_recv() != sblock(root_)) Seg::get(own_recv(), sblock(root_), slen(root_));
       return true;
     }
     const int parent = flat() ? 0 : knomial_parent(v, radix_);
@@ -109,7 +109,7 @@ class Scatter final : public Rooted {
       Seg::put(at(me(), 0), mine, static_cast<size_t>(subtree(v)) * len());
       publish(0);
     }
-    Seg::get(recv_ + off(), mine, own_len());
+    Seg::get(own_recv(), mine, own_len());
     return true;
   }
 };

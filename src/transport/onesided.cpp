@@ -60,8 +60,14 @@ void NodeSegment::wait(const PaddedFlag& f, uint64_t at_least) {
   while (!test(f, at_least)) backoff(spins);
 }
 
-void NodeSegment::put(char* remote, const void* src, size_t n) { std::memcpy(remote, src, n); }
-void NodeSegment::get(void* dst, const char* remote, size_t n) { std::memcpy(dst, remote, n); }
+// Nothing for n == 0: a zero-byte side may be a null pointer (memcpy's
+// arguments must not be, whatever the count).
+void NodeSegment::put(char* remote, const void* src, size_t n) {
+  if (n) std::memcpy(remote, src, n);
+}
+void NodeSegment::get(void* dst, const char* remote, size_t n) {
+  if (n) std::memcpy(dst, remote, n);
+}
 
 Result<char*> map_node_shared(MPI_Comm comm, size_t bytes) {
   int rank = 0, size = 0;
