@@ -1,4 +1,4 @@
-// dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P]
+// dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P] [--gpus G]
 //                     [--iters K] [--samples S] [--path auto|staged|device] [--graphs on|off|both]
 //                     [--shm on|off|both] [--no-overlap] [--progress P] [--no-placement] [--no-halo]
 //
@@ -63,9 +63,25 @@ struct Options {
   int shm = kBoth;  // host memory: 0 messages, 1 shared memory, kBoth
   int progress = 1;  // overlap rows: planes of interior compute between progress() calls; 0 never
   int extent = 0, radius = 3, quantities = 8, elem = 8, per_rank = 1, iters = 20, samples = 5;
+  int gpus = 1;  // GPUs per rank (set_gpus)
   st::PeerPath path = st::PeerPath::kAuto;
   int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kBoth
 };
+
+// --gpus G: this rank's GPUs, rank r's slot k on (r G + k) mod the device
+// count, so that ranks with G each cover G x ranks GPUs before any repeats.
+std::vector<int> gpus_of(const Options& o, int me) {
+  std::vector<int> out;
+  if (o.gpus <= 1) return out;  // the current device: set_gpus()'s default
+#ifdef DTMPI_BENCH_GPU
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  for (int k = 0; k < o.gpus; ++k) out.push_back((me * o.gpus + k) % count);
+#else
+  (void)me;
+#endif
+  return out;
+}
 
 template <int kBytes>
 struct Element {
@@ -96,8 +112,13 @@ bool copy_image(const Options& o, const st::Subdomain& s, int q, std::vector<uns
     return true;
   }
 #ifdef DTMPI_BENCH_GPU
-  return (up ? cudaMemcpy(s.current_data(q), img.data(), bytes, cudaMemcpyHostToDevice)
-             : cudaMemcpy(img.data(), s.current_data(q), bytes, cudaMemcpyDeviceToHost)) == cudaSuccess;
+  const bool copied = (up ? cudaMemcpy(s.current_data(q), img.data(), bytes, cudaMemcpyHostToDevice)
+                          : cudaMemcpy(img.data(), s.current_data(q), bytes, cudaMemcpyDeviceToHost)) == cudaSuccess;
+  // an upload from pageable memory may return before the subdomain's GPU
+  // has the bytes; the exchange's streams do not wait for that
+  int current = 0;
+  return copied && cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(s.device()) == cudaSuccess &&
+         cudaDeviceSynchronize() == cudaSuccess && cudaSetDevice(current) == cudaSuccess;
 #else
   return false;
 #endif
@@ -276,7 +297,7 @@ int run(const Options& o, int me, int size) {
   for (int setting : settings) {
     st::DistributedDomain d(MPI_COMM_WORLD, extent);
     d.set_radius(o.radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
-    if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path);
+    if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path).set_gpus(gpus_of(o, me));
     if (o.gpu && setting >= 0) d.set_cuda_graphs(setting == 1);
     if (!o.gpu) d.set_host_shared_memory(setting == 1);
     switch (o.elem) {
@@ -400,6 +421,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--quantities") ok = num(o.quantities);
     else if (a == "--elem") ok = num(o.elem) && (o.elem == 1 || o.elem == 2 || o.elem == 4 || o.elem == 8 || o.elem == 16);
     else if (a == "--per-rank") ok = num(o.per_rank);
+    else if (a == "--gpus") ok = num(o.gpus);
     else if (a == "--iters") ok = num(o.iters);
     else if (a == "--samples") ok = num(o.samples);
     else if (a == "--progress" && i + 1 < argc) {

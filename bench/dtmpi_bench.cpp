@@ -105,6 +105,8 @@ const std::vector<Command> kCommands = {
       {"--quantities", "Q", "quantities (default 8)"},
       {"--elem", "B", "bytes per element: 1, 2, 4, 8 or 16 (default 8)"},
       {"--per-rank", "P", "subdomains per rank (default 1)"},
+      {"--gpus", "G", "device domains: G GPUs per rank (set_gpus; rank r's slot k on GPU (r G + k mod G) mod the "
+                      "device count; default 1: the node-local rank's GPU)"},
       {"--iters", "K", "exchanges per sample (default 20)"},
       {"--samples", "S", "samples; the median of the slowest rank is reported (default 5)"},
       {"--path", "WHICH", "device domains: auto, staged or device (PeerPath; default auto)"},

@@ -33,7 +33,8 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  exchanges per step, 256^3 per subdomain) at 1 rank, 1 rank with 2 subdomains, 2 ranks
                  blocking and overlapped by the staged path (plain MPI) and by the device path
                  (libdtmpi preloaded, --path device), then dtmpi-bench stencil --gpu (CUDA graphs
-                 off / on, against the packed-bytes limit and the plain-MPI halo)
+                 off / on, against the packed-bytes limit and the plain-MPI halo; with 2+ GPUs also
+                 one rank on 2 GPUs and 2 ranks on 2 GPUs each: set_gpus, peer-access kernels)
   coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
                  tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
                  flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
@@ -219,7 +220,7 @@ if [ "$what" = stencil ]; then
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build the stencil tests and heat3d ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
   cmake --build $build -j "$(nproc)" --target dtmpi dtmpi_plain_name test_stencil_partition test_stencil_exchange test_stencil_errors \
-    test_stencil_placement test_stencil_gpu heat3d stencil_jacobi dtmpi-bench > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
+    test_stencil_placement test_stencil_gpu test_stencil_shm test_node_channels heat3d stencil_jacobi dtmpi-bench > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
   step "ctest -L stencil (host and device domains, the solver on CPU and GPU)"
   (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
     | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
@@ -247,6 +248,13 @@ if [ "$what" = stencil ]; then
     timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --path staged --graphs both --no-halo
     timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --path device --graphs both
     timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 64 --path device --graphs both --no-halo
+    # several GPUs per rank (set_gpus): one rank's two subdomains on two GPUs
+    # (peer-access kernels) next to two ranks of one GPU each (CUDA IPC), and
+    # two ranks with two GPUs each (the node's GPU links measured for placement)
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --gpus 2 --no-halo
+      timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --gpus 2 --path device --no-halo
+    fi
   } 2>&1 | tee "$out/stencil-bench.txt"
 fi
 

@@ -148,7 +148,7 @@ class Subdomain {
   void* current_data(int q) const { return current_.at(static_cast<size_t>(q)); }
   void* next_data(int q) const { return next_.at(static_cast<size_t>(q)); }
   int64_t pitch(int q) const { return pitch_.at(static_cast<size_t>(q)); }
-  int device() const { return device_; }  // CUDA device of a device-memory domain, else -1
+  int device() const { return device_; }  // CUDA device of a device-memory domain, else -1 (set_gpus())
 
  private:
   friend class DistributedDomain;
@@ -218,11 +218,22 @@ class DistributedDomain {
   // Device domains: the bandwidth between the node's GPUs in GB/s, an m x m
   // row-major matrix by CUDA device ordinal (as cudaGetDevice() names the
   // GPU each rank uses; every rank of a node must see the same numbering).
-  // Without it every pair of ranks counts alike.
+  // Without it, where a node's subdomains sit on two or more GPUs, realize()
+  // measures it (the node's first rank times copies between those GPUs,
+  // docs/stencil.md "Placement"); with one GPU every pair of ranks counts alike.
   DistributedDomain& set_gpu_bandwidth(std::vector<double> gbps);
+  // Device domains: the CUDA devices (ordinals) of this rank's subdomains,
+  // the subdomain in the rank's slot k (of set_subdomains_per_rank(n)) on
+  // gpus[k % gpus.size()]; Subdomain::device() tells. Subdomains of one rank
+  // on different GPUs exchange by kernels over peer access (realize()
+  // enables it, and fails on every rank where two of a rank's GPUs cannot
+  // reach each other's memory). Per rank: ranks may name different GPUs.
+  // Default (or empty): the device current at realize().
+  DistributedDomain& set_gpus(std::vector<int> devices);
   // Device domains: record the pack, same-rank copy and unpack launches as
   // CUDA graphs at the first exchange and replay them (thesis section
-  // 4.5.6); default DTMPI_STENCIL_GRAPHS (off). No effect on host memory.
+  // 4.5.6); default DTMPI_STENCIL_GRAPHS (off). No effect on host memory,
+  // nor on a rank whose subdomains are on several GPUs (set_gpus()).
   DistributedDomain& set_cuda_graphs(bool on);
   bool cuda_graphs() const;  // after realize(): whether the exchanges replay graphs
   // Host-memory domains: peers on this rank's node (MPI_COMM_TYPE_SHARED, or

@@ -68,6 +68,25 @@ Gpu& gpu() {
       d.wait_value64 = reinterpret_cast<decltype(d.wait_value64)>(sym("cuStreamWaitValue64_v2", "cuStreamWaitValue64"));
       d.device_get = reinterpret_cast<decltype(d.device_get)>(sym(nullptr, "cuDeviceGet"));
       d.device_get_attribute = reinterpret_cast<decltype(d.device_get_attribute)>(sym(nullptr, "cuDeviceGetAttribute"));
+      d.primary_ctx_get_state =
+          reinterpret_cast<decltype(d.primary_ctx_get_state)>(sym(nullptr, "cuDevicePrimaryCtxGetState"));
+      d.primary_ctx_retain = reinterpret_cast<decltype(d.primary_ctx_retain)>(sym(nullptr, "cuDevicePrimaryCtxRetain"));
+      d.primary_ctx_release =
+          reinterpret_cast<decltype(d.primary_ctx_release)>(sym("cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"));
+      d.ctx_push = reinterpret_cast<decltype(d.ctx_push)>(sym("cuCtxPushCurrent_v2", "cuCtxPushCurrent"));
+      d.ctx_pop = reinterpret_cast<decltype(d.ctx_pop)>(sym("cuCtxPopCurrent_v2", "cuCtxPopCurrent"));
+      d.mem_alloc = reinterpret_cast<decltype(d.mem_alloc)>(sym("cuMemAlloc_v2", "cuMemAlloc"));
+      d.mem_free = reinterpret_cast<decltype(d.mem_free)>(sym("cuMemFree_v2", "cuMemFree"));
+      d.memset_d8 = reinterpret_cast<decltype(d.memset_d8)>(sym("cuMemsetD8_v2", "cuMemsetD8"));
+      d.stream_create = reinterpret_cast<decltype(d.stream_create)>(sym(nullptr, "cuStreamCreate"));
+      d.stream_destroy = reinterpret_cast<decltype(d.stream_destroy)>(sym("cuStreamDestroy_v2", "cuStreamDestroy"));
+      d.stream_synchronize = reinterpret_cast<decltype(d.stream_synchronize)>(sym(nullptr, "cuStreamSynchronize"));
+      d.memcpy_peer_async = reinterpret_cast<decltype(d.memcpy_peer_async)>(sym(nullptr, "cuMemcpyPeerAsync"));
+      d.can_access_peer = reinterpret_cast<decltype(d.can_access_peer)>(sym(nullptr, "cuDeviceCanAccessPeer"));
+      d.ctx_enable_peer_access =
+          reinterpret_cast<decltype(d.ctx_enable_peer_access)>(sym(nullptr, "cuCtxEnablePeerAccess"));
+      d.ctx_disable_peer_access =
+          reinterpret_cast<decltype(d.ctx_disable_peer_access)>(sym(nullptr, "cuCtxDisablePeerAccess"));
     }
     return s;
   }();
@@ -192,6 +211,18 @@ int current_device() {
   int d = 0;
   if (!gpu_enabled() || !DTMPI_CUDA_WARN(cudaGetDevice(&d))) return 0;
   return d;
+}
+
+bool primary_context_active(int device) {
+  const DriverCalls& d = driver();
+  CUdevice dev = 0;
+  unsigned int flags = 0;
+  int active = 0;
+  // unknown (no entry point, a failed call): active, so that nobody resets it
+  if (!d.device_get || !d.primary_ctx_get_state || d.device_get(&dev, device) != CUDA_SUCCESS ||
+      d.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS)
+    return true;
+  return active != 0;
 }
 
 std::string gpu_pool_stats() {

@@ -14,6 +14,12 @@ bool gpu_enabled();
 // The device the calling thread uses (0 without CUDA).
 int current_device();
 
+// Whether this process holds `device`'s primary context (the CUDA runtime
+// made it: cudaSetDevice, an allocation, a launch). True also where the
+// driver cannot tell. A caller that touches a device only briefly (a
+// measurement) resets it afterwards if it was not active before.
+bool primary_context_active(int device);
+
 // Pool counters (allocations from CUDA, reuses, bytes held) as one line.
 std::string gpu_pool_stats();
 // Returns pooled buffers and streams to CUDA (at MPI_Finalize), after what

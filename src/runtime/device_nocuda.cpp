@@ -12,6 +12,7 @@
 #include "runtime/device_pack.hpp"
 #include "runtime/host_pool.hpp"
 #include "runtime/markers.hpp"
+#include "runtime/peer_bandwidth.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/stream_pack.hpp"
 #include "runtime/streams.hpp"
@@ -21,6 +22,10 @@ namespace dtmpi::runtime {
 // device.hpp
 bool gpu_enabled() { return false; }
 int current_device() { return 0; }
+bool primary_context_active(int) { return false; }
+Result<std::vector<double>> measure_peer_bandwidth(const std::vector<int>&) {
+  return Error{MPI_ERR_OTHER, "measuring the bandwidth between GPUs needs dtmpi built with CUDA"};
+}
 std::string gpu_pool_stats() { return "built without CUDA"; }
 void release_gpu_resources() {}
 

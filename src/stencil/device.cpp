@@ -1,8 +1,10 @@
-// Device-memory domains: every subdomain of the rank on the GPU current at
-// realize(), each quantity a pitched allocation (rows of 512 bytes, as
-// Astaroth's); directions between this rank's subdomains by one kernel each,
-// without a buffer; messages to other ranks packed by one kernel per
-// direction into one device buffer per peer, then either
+// Device-memory domains: every subdomain of the rank on its GPU (the current
+// one, or set_gpus()'s by slot), each quantity a pitched allocation (rows of
+// 512 bytes, as Astaroth's); directions between this rank's subdomains by
+// one kernel each, without a buffer (between two GPUs of the rank: on the
+// source's GPU, writing the other's memory over peer access); messages to
+// other ranks packed by one kernel per direction into one device buffer per
+// peer on the rank's home GPU (its first), then either
 //  - the device path (dtmpi in front): that buffer handed to dtmpi's
 //    MPI_Isend, which moves it GPU to GPU (CUDA IPC within a node); or
 //  - the staged path (any other MPI): copied once into pinned host memory and
@@ -12,6 +14,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
+#include <utility>
 #include <string>
 
 #include "base/cuda_check.hpp"
@@ -25,7 +30,42 @@ namespace {
 
 constexpr int64_t kDeviceRowAlign = 512;
 
-cudaStream_t stream_of(const DomainImpl& d) { return static_cast<cudaStream_t>(d.stream); }
+// The exchange's stream on the rank's home GPU (the peers' buffers), and on
+// the GPU of subdomain `sub`.
+cudaStream_t home_stream(const DomainImpl& d) { return static_cast<cudaStream_t>(d.streams.front()); }
+size_t device_index(const DomainImpl& d, int device) {
+  return static_cast<size_t>(std::find(d.devices.begin(), d.devices.end(), device) - d.devices.begin());
+}
+
+// Makes `device` current for the launches that follow (a stream's kernels
+// must be launched with its device current) and restores the caller's
+// device when it goes.
+class OnDevice {
+ public:
+  OnDevice() {
+    cudaGetDevice(&saved_);
+    current_ = saved_;
+  }
+  ~OnDevice() {
+    if (current_ != saved_) cudaSetDevice(saved_);
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+  Status use(int device) {
+    if (device != current_) DTMPI_CUDA_CHECK(cudaSetDevice(device));
+    current_ = device;
+    return ok_status();
+  }
+
+ private:
+  int saved_ = 0;
+  int current_ = 0;
+};
+
+Status sync_all(const DomainImpl& d) {
+  for (void* s : d.streams) DTMPI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
+  return ok_status();
+}
 
 int word_for(int64_t esize, int64_t offset) {
   for (int w : {8, 4, 2})
@@ -43,8 +83,12 @@ char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p) {
 // box, up to kMaxQuantities quantities a launch; `packed`: where the
 // region's bytes start in the packed buffer (pack/unpack), quantity after
 // quantity as on the host.
-Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, const Region* to) {
+Status move(DomainImpl& d, OnDevice& on, device::Move how, const Region& r, char* packed, const Region* to) {
   const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
+  // on the subdomain's own GPU: it reads (pack, copy) or writes (unpack) its
+  // own memory there, the other side over peer access where that is another GPU
+  DTMPI_TRY(on.use(s.device()));
+  void* stream = d.streams[device_index(d, s.device())];
   int64_t offset = 0;  // of quantity q's bytes in the packed region
   for (size_t first = 0; first < d.quantities.size(); first += device::kMaxQuantities) {
     device::RegionArgs a;
@@ -74,7 +118,7 @@ Status move(DomainImpl& d, device::Move how, const Region& r, char* packed, cons
       }
       offset += n.volume() * esize;
     }
-    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, a, d.stream)));
+    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, a, stream)));
   }
   return ok_status();
 }
@@ -85,17 +129,18 @@ enum GraphKind { kPackGraph = 0, kCopyGraph = 1, kUnpackGraph = 2 };
 // graphs on -- replays its recording for the current swap() parity,
 // recording it first. The launches of a kind are the same every exchange of
 // a parity (same kernels, same arguments, same buffers), which is what makes
-// one recording valid for all of them (thesis section 4.5.6).
+// one recording valid for all of them (thesis section 4.5.6). One GPU only
+// (device_allocate() turns graphs off for a rank on several).
 template <class Record>
 Status replay(DomainImpl& d, GraphKind kind, Record record) {
   if (!d.graphs) return record();
   void*& slot = d.graph_exec[static_cast<size_t>(d.parity * 3 + kind)];
   if (!slot) {
-    DTMPI_CUDA_CHECK(cudaStreamBeginCapture(stream_of(d), cudaStreamCaptureModeThreadLocal));
+    DTMPI_CUDA_CHECK(cudaStreamBeginCapture(home_stream(d), cudaStreamCaptureModeThreadLocal));
     const Status recorded = record();
     cudaGraph_t graph = nullptr;
     // the capture is ended whatever happened, so the stream is usable again
-    const cudaError_t ended = cudaStreamEndCapture(stream_of(d), &graph);
+    const cudaError_t ended = cudaStreamEndCapture(home_stream(d), &graph);
     if (!recorded) {
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();
@@ -108,42 +153,92 @@ Status replay(DomainImpl& d, GraphKind kind, Record record) {
     DTMPI_CUDA_CHECK(made);
     slot = exec;
   }
-  DTMPI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(slot), stream_of(d)));
+  DTMPI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(slot), home_stream(d)));
+  return ok_status();
+}
+
+// The staged path's copies of the packed buffers, on the home GPU's stream.
+// With the subdomains on several GPUs the packs ran on their GPUs' streams:
+// they are waited for first (before: the unpacks wait for these copies).
+Status stage_packed(DomainImpl& d, OnDevice& on, bool to_host) {
+  if (d.device_messages) return ok_status();  // dtmpi's MPI moves the device buffers
+  if (to_host && d.streams.size() > 1) DTMPI_TRY(sync_all(d));
+  DTMPI_TRY(on.use(d.devices.front()));
+  for (Peer& p : d.peers) {
+    const int64_t n = to_host ? p.send_bytes : p.recv_bytes;
+    if (n <= 0) continue;
+    if (to_host)
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(n), cudaMemcpyDeviceToHost,
+                                       home_stream(d)));
+    else
+      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(n), cudaMemcpyHostToDevice,
+                                       home_stream(d)));
+  }
+  if (!to_host && d.streams.size() > 1) DTMPI_CUDA_CHECK(cudaStreamSynchronize(home_stream(d)));
   return ok_status();
 }
 
 Status record_pack(DomainImpl& d) {
+  OnDevice on;
   for (Peer& p : d.peers) {
     char* out = static_cast<char*>(p.send_device);
     for (const Region& r : p.send) {
-      DTMPI_TRY(move(d, device::Move::kPack, r, out, nullptr));
+      DTMPI_TRY(move(d, on, device::Move::kPack, r, out, nullptr));
       out += d.region_bytes(r);
     }
-    if (!d.device_messages && p.send_bytes > 0)
-      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.send_host, p.send_device, static_cast<size_t>(p.send_bytes),
-                                       cudaMemcpyDeviceToHost, stream_of(d)));
   }
-  return ok_status();
+  return stage_packed(d, on, true);
 }
 
 Status record_copy_local(DomainImpl& d) {
-  for (const LocalCopy& c : d.copies) DTMPI_TRY(move(d, device::Move::kCopy, c.from, nullptr, &c.to));
+  OnDevice on;
+  for (const LocalCopy& c : d.copies) DTMPI_TRY(move(d, on, device::Move::kCopy, c.from, nullptr, &c.to));
   return ok_status();
 }
 
 Status record_unpack(DomainImpl& d) {
+  OnDevice on;
+  // device path: dtmpi's MPI_Waitall returned with the bytes in place
+  // (docs/point-to-point.md: a receive completes once the data is there)
+  DTMPI_TRY(stage_packed(d, on, false));
   for (Peer& p : d.peers) {
-    // device path: dtmpi's MPI_Waitall returned with the bytes in place
-    // (docs/point-to-point.md: a receive completes once the data is there)
-    if (!d.device_messages && p.recv_bytes > 0)
-      DTMPI_CUDA_CHECK(cudaMemcpyAsync(p.recv_device, p.recv_host, static_cast<size_t>(p.recv_bytes),
-                                       cudaMemcpyHostToDevice, stream_of(d)));
     char* in = static_cast<char*>(p.recv_device);
     for (const Region& r : p.recv) {
-      DTMPI_TRY(move(d, device::Move::kUnpack, r, in, nullptr));
+      DTMPI_TRY(move(d, on, device::Move::kUnpack, r, in, nullptr));
       in += d.region_bytes(r);
     }
   }
+  return ok_status();
+}
+
+// Lets every pair of the rank's GPUs reach each other's memory (the copies
+// between subdomains, the packs into and unpacks out of the home GPU's buffers).
+Status enable_peer_access(const std::vector<int>& devices) {
+  // the pairs enabled so far by this process's domains: a second domain on
+  // the same GPUs does not ask again (the driver's "already enabled" answer
+  // is an error that tools like compute-sanitizer report)
+  static std::mutex mu;
+  static std::set<std::pair<int, int>> enabled;
+  std::lock_guard lock(mu);
+  OnDevice on;
+  for (int a : devices)
+    for (int b : devices) {
+      if (a == b || enabled.count({a, b})) continue;
+      int can = 0;
+      DTMPI_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+      if (!can)
+        return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpus(): GPU " + std::to_string(a) + " cannot access GPU " +
+                                      std::to_string(b) + "'s memory (no peer access between them); one rank's "
+                                      "subdomains can only be on GPUs that reach each other"};
+      DTMPI_TRY(on.use(a));
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();
+      } else {
+        DTMPI_CUDA_CHECK(e);
+      }
+      enabled.insert({a, b});
+    }
   return ok_status();
 }
 
@@ -157,8 +252,30 @@ int current_device() noexcept {
   return device;
 }
 
+std::vector<int> slot_devices(const DomainImpl& d) {
+  std::vector<int> out(static_cast<size_t>(std::max(d.per_rank, 0)), -1);
+  if (d.gpus_set.empty()) {
+    std::fill(out.begin(), out.end(), current_device());
+    return out;
+  }
+  int count = 0;
+  if (!runtime::gpu_enabled() || !DTMPI_CUDA_PROBE(cudaGetDeviceCount(&count))) count = 0;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int g = d.gpus_set[k % d.gpus_set.size()];
+    out[k] = g >= 0 && g < count ? g : -2;
+  }
+  return out;
+}
+
+uint64_t device_uuid_digest(int device) noexcept {
+  cudaDeviceProp prop{};
+  if (device < 0 || !runtime::gpu_enabled() || !DTMPI_CUDA_PROBE(cudaGetDeviceProperties(&prop, device))) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the 16 bytes
+  for (char c : prop.uuid.bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h == 0 ? 1 : h;
+}
+
 Status device_allocate(DomainImpl& d) {
-  int device = 0;
   // before anything is allocated: a forced device path without dtmpi in
   // front fails here, and realize() reports it on every rank
   const bool front = dtmpi_in_front();
@@ -172,12 +289,28 @@ Status device_allocate(DomainImpl& d) {
   if (!runtime::gpu_enabled())
     return Error{MPI_ERR_ARG, "dtmpi::stencil: Memory::kDevice but this process has no usable GPU (no driver, no "
                               "device, or DTMPI_CUDA=off)"};
-  DTMPI_CUDA_CHECK(cudaGetDevice(&device));
-  cudaStream_t stream = nullptr;
-  DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  d.stream = stream;
+  const std::vector<int> by_slot = slot_devices(d);
+  d.devices.clear();
+  for (int g : by_slot) {
+    if (g < 0) return Error{MPI_ERR_ARG, "dtmpi::stencil: no usable CUDA device for this rank's subdomains"};
+    if (std::find(d.devices.begin(), d.devices.end(), g) == d.devices.end()) d.devices.push_back(g);
+  }
+  if (d.devices.size() > 1) {
+    d.graphs = false;  // one recording per GPU would be needed (set_cuda_graphs() says so)
+    DTMPI_TRY(enable_peer_access(d.devices));
+  }
+  OnDevice on;
+  for (int g : d.devices) {
+    DTMPI_TRY(on.use(g));
+    cudaStream_t stream = nullptr;
+    DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    d.streams.push_back(stream);
+  }
   for (Subdomain& s : d.subs) {
-    Access::device(s) = device;
+    const int g = by_slot[static_cast<size_t>(d.slot_in_rank[static_cast<size_t>(s.id())])];
+    Access::device(s) = g;
+    DTMPI_TRY(on.use(g));
+    cudaStream_t stream = static_cast<cudaStream_t>(d.streams[device_index(d, g)]);
     const Dim3 a = s.allocated().size();
     for (const QuantityInfo& q : d.quantities) {
       const int64_t pitch = (a.x * static_cast<int64_t>(q.size) + kDeviceRowAlign - 1) / kDeviceRowAlign * kDeviceRowAlign;
@@ -191,6 +324,7 @@ Status device_allocate(DomainImpl& d) {
       Access::pitch(s).push_back(pitch);
     }
   }
+  DTMPI_TRY(on.use(d.devices.front()));
   for (Peer& p : d.peers) {
     const size_t sb = static_cast<size_t>(std::max<int64_t>(p.send_bytes, 1));
     const size_t rb = static_cast<size_t>(std::max<int64_t>(p.recv_bytes, 1));
@@ -200,12 +334,11 @@ Status device_allocate(DomainImpl& d) {
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.send_host), sb));
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.recv_host), rb));
   }
-  DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return ok_status();
+  return sync_all(d);
 }
 
 void device_release(DomainImpl& d) noexcept {
-  if (d.stream) cudaStreamSynchronize(stream_of(d));
+  for (void* st : d.streams) cudaStreamSynchronize(static_cast<cudaStream_t>(st));
   for (Subdomain& s : d.subs) {
     for (void* p : Access::current(s)) cudaFree(p);
     for (void* p : Access::next(s)) cudaFree(p);
@@ -224,8 +357,9 @@ void device_release(DomainImpl& d) noexcept {
     if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
     g = nullptr;
   }
-  if (d.stream) cudaStreamDestroy(stream_of(d));
-  d.stream = nullptr;
+  for (void* st : d.streams) cudaStreamDestroy(static_cast<cudaStream_t>(st));
+  d.streams.clear();
+  d.devices.clear();
   cudaGetLastError();  // nothing to report from a release
 }
 
@@ -234,22 +368,20 @@ Status device_pack(DomainImpl& d) {
   // The bytes must be in place before MPI_Isend reads them: in host memory
   // (staged), or in the device buffer (device path) -- dtmpi orders its GPU
   // work after the legacy default stream only (DTMPI_GPU_ORDER=legacy), and
-  // not at all with DTMPI_GPU_ORDER=stream, never after this non-blocking
-  // stream, so the packs are waited for here under either setting.
-  DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));
-  return ok_status();
+  // not at all with DTMPI_GPU_ORDER=stream, never after these non-blocking
+  // streams, so the packs are waited for here under either setting.
+  return sync_all(d);
 }
 
 Status device_copy_local(DomainImpl& d) {
-  // queued behind the packs; finish_exchange() waits for the stream
+  // queued behind the packs; finish_exchange() waits for the streams
   if (d.copies.empty()) return ok_status();
   return replay(d, kCopyGraph, [&] { return record_copy_local(d); });
 }
 
 Status device_unpack(DomainImpl& d) {
   if (!d.peers.empty()) DTMPI_TRY(replay(d, kUnpackGraph, [&] { return record_unpack(d); }));
-  DTMPI_CUDA_CHECK(cudaStreamSynchronize(stream_of(d)));
-  return ok_status();
+  return sync_all(d);
 }
 
 }  // namespace dtmpi::stencil

@@ -248,6 +248,11 @@ DistributedDomain& DistributedDomain::set_gpu_bandwidth(std::vector<double> gbps
   impl_->gpu_bandwidth = std::move(gbps);  // validated by realize()
   return *this;
 }
+DistributedDomain& DistributedDomain::set_gpus(std::vector<int> devices) {
+  before_realize(*impl_, "set_gpus()");
+  impl_->gpus_set = std::move(devices);  // validated by realize(), on every rank together
+  return *this;
+}
 DistributedDomain& DistributedDomain::set_cuda_graphs(bool on) {
   before_realize(*impl_, "set_cuda_graphs()");
   impl_->graphs_set = on;

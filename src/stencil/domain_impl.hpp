@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +91,10 @@ struct DomainImpl {
   bool optimize_placement = true;    // set_placement()
   std::vector<double> gpu_bandwidth;  // set_gpu_bandwidth(): GB/s by device ordinal, m x m; empty: uniform
   std::string placement_text;         // realize()'s placement of this rank's node, for describe()
+  std::vector<int> gpus_set;          // set_gpus(): this rank's devices by slot (empty: the current one)
+  // by subdomain id: its slot within its rank (0 .. per_rank - 1), as the
+  // placement put it; a device domain's subdomain is on gpus[slot % size]
+  std::vector<int> slot_in_rank;
 
   std::optional<bool> shm_set;  // set_host_shared_memory(); else DTMPI_STENCIL_SHM
   // host domains: the node's shared-memory channels, where every rank could
@@ -107,7 +112,10 @@ struct DomainImpl {
   std::vector<LocalCopy> copies;
   std::vector<Peer> peers;
   std::vector<MPI_Request> requests;
-  void* stream = nullptr;  // device domains: the cudaStream_t of the exchange
+  // device domains: the devices this rank's subdomains are on (home first:
+  // the peers' packed buffers live there) and the exchange's cudaStream_t on each
+  std::vector<int> devices;
+  std::vector<void*> streams;
   // CUDA graphs (set_cuda_graphs(), DTMPI_STENCIL_GRAPHS): the pack, local
   // copy and unpack launches recorded once per swap() parity (the kernels'
   // pointers are current()'s, which alternate) and replayed: cudaGraphExec_t
@@ -140,6 +148,12 @@ Box ghost_box(const Box& owned, Dim3 d, const Radius& r);
 Status assign_owners(DomainImpl& d, const std::vector<std::vector<int>>& nodes);
 // device.cpp: the CUDA device current on this rank, -1 without a usable GPU
 int current_device() noexcept;
+// This rank's device for each slot (device domains; per_rank entries): set_gpus()'s
+// list repeated, or the current device; -1 without a GPU.
+std::vector<int> slot_devices(const DomainImpl& d);
+// A 64-bit digest of each device's UUID (0 where unknown), to check that
+// ranks of a node name the same GPU by the same ordinal.
+uint64_t device_uuid_digest(int device) noexcept;
 
 // plan.cpp: the local copies and the peers' regions (after subs and owner).
 Status build_plan(DomainImpl& d);

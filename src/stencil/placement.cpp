@@ -197,27 +197,28 @@ std::vector<double> node_flow(const Partition& part, int node, const std::array<
   return flow;
 }
 
-Result<std::vector<double>> slot_distance(int ranks, int per_rank, const std::vector<int>& gpu_of_rank,
+Result<std::vector<double>> slot_distance(int ranks, int per_rank, const std::vector<int>& gpu_of_slot,
                                           const std::vector<double>& bandwidth) {
   const size_t m = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(bandwidth.size()))));
   if (m * m != bandwidth.size())
     return Error{MPI_ERR_ARG, "dtmpi::stencil: the GPU bandwidth matrix has " + std::to_string(bandwidth.size()) +
                                   " entries, not a square number"};
   const size_t n = static_cast<size_t>(ranks) * static_cast<size_t>(per_rank);
+  auto gpu = [&](size_t s) { return s < gpu_of_slot.size() ? gpu_of_slot[s] : -1; };
+  // every slot's GPU, also one whose pairs never need the matrix (a rank
+  // alone on its GPU): a matrix that does not name it is a mistake
+  for (size_t s = 0; m > 0 && s < n; ++s)
+    if (gpu(s) >= 0 && static_cast<size_t>(gpu(s)) >= m)
+      return Error{MPI_ERR_ARG, "dtmpi::stencil: GPU " + std::to_string(gpu(s)) + " is outside the " + std::to_string(m) +
+                                    "x" + std::to_string(m) + " bandwidth matrix"};
   std::vector<double> dist(n * n, 0);
   for (size_t s = 0; s < n; ++s)
     for (size_t t = 0; t < n; ++t) {
-      const size_t rs = s / static_cast<size_t>(per_rank), rt = t / static_cast<size_t>(per_rank);
-      if (rs == rt) continue;  // the same rank: a direct copy
+      const bool same_rank = s / static_cast<size_t>(per_rank) == t / static_cast<size_t>(per_rank);
+      const int gs = gpu(s), gt = gpu(t);
+      if (same_rank && gs == gt) continue;  // one rank, one GPU (or host): a direct copy
       double b = 1;
-      const int gs = rs < gpu_of_rank.size() ? gpu_of_rank[rs] : -1, gt = rt < gpu_of_rank.size() ? gpu_of_rank[rt] : -1;
-      if (m > 0 && gs >= 0 && gt >= 0) {
-        if (static_cast<size_t>(gs) >= m || static_cast<size_t>(gt) >= m)
-          return Error{MPI_ERR_ARG, "dtmpi::stencil: GPU " + std::to_string(std::max(gs, gt)) +
-                                        " is outside the " + std::to_string(m) + "x" + std::to_string(m) +
-                                        " bandwidth matrix"};
-        b = bandwidth[static_cast<size_t>(gs) * m + static_cast<size_t>(gt)];
-      }
+      if (m > 0 && gs >= 0 && gt >= 0) b = bandwidth[static_cast<size_t>(gs) * m + static_cast<size_t>(gt)];
       dist[s * n + t] = 1 / b;
     }
   return dist;

@@ -59,12 +59,13 @@ struct QuantityShape {
 std::vector<double> node_flow(const Partition& part, int node, const std::array<bool, 3>& periodic,
                               const Radius& domain_radius, const std::vector<QuantityShape>& quantities);
 
-// Distance between slots: slot s belongs to local rank s / per_rank. Slots of
-// one rank cost 0 (a direct copy, no message); ranks r and t cost
-// 1 / bandwidth[gpu[r]][gpu[t]] (GB/s, an m x m matrix by CUDA device
-// ordinal), or 1 where no matrix is given (every rank alike) or a rank's GPU
-// is unknown (gpu < 0). Fails for a GPU ordinal outside the matrix.
-Result<std::vector<double>> slot_distance(int ranks, int per_rank, const std::vector<int>& gpu_of_rank,
+// Distance between slots: slot s belongs to local rank s / per_rank and sits
+// on GPU gpu_of_slot[s] (-1: host, or unknown). Two slots of one rank on one
+// GPU cost 0 (a direct copy, no message); any other pair 1 / bandwidth[gs][gt]
+// (GB/s, an m x m matrix by CUDA device ordinal: a peer copy between a rank's
+// GPUs, a message between ranks), or 1 where no matrix is given (every link
+// alike) or a GPU is unknown. Fails for a GPU ordinal outside the matrix.
+Result<std::vector<double>> slot_distance(int ranks, int per_rank, const std::vector<int>& gpu_of_slot,
                                           const std::vector<double>& bandwidth);
 
 // "subdomain -> slot" as text, for the domain's description.

@@ -285,3 +285,33 @@ TEST(StencilErrors, GpuBandwidthMatrix) {
   if (size() >= 2)
     expect_error_everywhere(with({rank() == 0 ? 2.0 : 1.0}, st::Memory::kHost), "different configurations");
 }
+
+// set_gpus(): per rank, so checked collectively -- on a host-memory domain
+// (asked on one rank only), or naming a device a rank does not have, every
+// rank fails with the same message naming the rank.
+TEST(StencilErrors, GpusPerRank) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  const int last = size() - 1;
+  expect_error_everywhere(
+      [last] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+        if (rank() == last) d.set_gpus({0});
+        d.add_quantity<double>("u");
+        d.realize();
+      },
+      "set_gpus() on a host-memory domain (rank " + std::to_string(last));
+  expect_error_everywhere(
+      [last] {
+        st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+        d.set_memory(st::Memory::kDevice).set_subdomains_per_rank(2);
+        if (rank() == last) d.set_gpus({0, 4096});
+        d.add_quantity<double>("u");
+        d.realize();
+      },
+#ifdef DTMPI_HAVE_CUDA
+      // without a GPU (CI) the rank's entry 0 is refused too: the first bad slot is named
+      "rank " + std::to_string(last) + " has no CUDA device for set_gpus()");
+#else
+      "needs dtmpi built with CUDA");
+#endif
+}

@@ -21,6 +21,9 @@
 
 #include "dtmpi/dtmpi.h"
 
+#include "runtime/device.hpp"
+#include "runtime/peer_bandwidth.hpp"
+#include "stencil/domain_impl.hpp"
 #include "stencil/stencil_check.hpp"
 
 namespace st = dtmpi::stencil;
@@ -32,8 +35,13 @@ namespace {
 const stencil_check::Upload kUpload = [](const st::Subdomain& s, int q, const std::vector<unsigned char>& img) {
   ASSERT_EQ(cudaMemcpy(s.current_data(q), img.data(), img.size(), cudaMemcpyHostToDevice), cudaSuccess);
   // a copy from pageable memory may return before the device buffer is
-  // written, and the exchange's packs run on a non-blocking stream
+  // written, and the exchange's packs run on a non-blocking stream (of the
+  // subdomain's GPU, which set_gpus() may have made another than the current)
+  int current = 0;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(s.device()), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(current), cudaSuccess);
 };
 const stencil_check::Download kDownload = [](const st::Subdomain& s, int q, size_t bytes) {
   std::vector<unsigned char> img(bytes);
@@ -60,6 +68,38 @@ bool expect_front() {
 const st::PeerPath kPaths[] = {st::PeerPath::kStaged, st::PeerPath::kDevice, st::PeerPath::kAuto};
 
 }  // namespace
+
+// First in the file: before any test has used a second GPU in this process.
+// The node's GPU links as realize() measures them: every ordered pair of the
+// GPUs timed, positive GB/s, and a GPU whose context the measurement had to
+// create released after it -- it must not keep hundreds of MiB of a GPU the
+// rank does not use.
+TEST(StencilGpuBandwidth, MeasuredBetweenEveryPairAndContextsHandedBack) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  int current = 0;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  std::vector<int> list{current};
+  for (int g = 0; g < devices && list.size() < 4; ++g)
+    if (g != current) list.push_back(g);
+  std::vector<bool> active_before;
+  for (int g : list) active_before.push_back(dtmpi::runtime::primary_context_active(g));
+  auto bw = dtmpi::runtime::measure_peer_bandwidth(list);
+  ASSERT_TRUE(bw.ok()) << bw.error().what;
+  ASSERT_EQ(bw.value().size(), list.size() * list.size());
+  for (double b : bw.value()) {
+    EXPECT_GT(b, 1.0);     // GB/s: a copy slower than 1 GB/s between or within GPUs is no measurement
+    EXPECT_LT(b, 1.0e5);
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!active_before[i]) {
+      EXPECT_FALSE(dtmpi::runtime::primary_context_active(list[i])) << "GPU " << list[i];
+    }
+  }
+  int after = -1;
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(after, current);
+}
 
 TEST(StencilGpuPeerPath, DtmpiInFrontAsTheRunSays) {
   EXPECT_EQ(dtmpi_initialized(), expect_front() ? 1 : 0);
@@ -167,4 +207,63 @@ TEST(StencilGpuPlacement, BandwidthMatrixByDeviceOrdinal) {
   }
   ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
   EXPECT_NE(what.find("outside the 1x1 bandwidth matrix"), std::string::npos) << what;
+}
+
+// Several GPUs per rank (set_gpus): each rank's slots spread over the GPUs it
+// names, subdomains of one rank on different GPUs exchanging by kernels over
+// peer access, peers' buffers on the home GPU; every ghost by global
+// coordinate, both peer paths, graphs refused. With one GPU the list names it
+// twice (one device, the single-GPU path); with two or more every GPU gets
+// subdomains and the node's GPU links are measured for the placement.
+TEST(StencilGpuSeveral, SubdomainsSpreadOverTheRanksGpus) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  int current = 0;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  std::vector<int> gpus{current};
+  for (int g = 0; g < devices && gpus.size() < 4; ++g)
+    if (g != current) gpus.push_back(g);
+  if (gpus.size() == 1) gpus.push_back(current);
+  const int per_rank = 2 * static_cast<int>(gpus.size());
+  for (st::PeerPath path : {st::PeerPath::kStaged, st::PeerPath::kAuto}) {
+    SCOPED_TRACE(std::string("peer path ") + st::to_string(path));
+    st::DistributedDomain d(MPI_COMM_WORLD, {40, 28, 26});
+    d.set_radius(st::Radius{}.set(0, 2, 1).set(1, 1, 2).set(2, 3, 3)).set_subdomains_per_rank(per_rank);
+    d.set_memory(st::Memory::kDevice).set_peer_path(path).set_gpus(gpus).set_cuda_graphs(true);
+    for (int q = 0; q < 3; ++q) d.add_quantity<double>("d" + std::to_string(q));
+    d.add_quantity<Odd3>("odd");
+    d.add_quantity<int16_t>("short");
+    const std::vector<size_t> esize{8, 8, 8, 3, 2};
+    if (path == st::PeerPath::kAuto && !expect_front()) continue;  // the staged round covers it
+    d.realize();
+    std::vector<int> used;
+    for (const st::Subdomain& s : d.subdomains()) {
+      ASSERT_NE(std::find(gpus.begin(), gpus.end(), s.device()), gpus.end());
+      cudaPointerAttributes attr{};
+      ASSERT_EQ(cudaPointerGetAttributes(&attr, s.current_data(0)), cudaSuccess);
+      EXPECT_EQ(attr.device, s.device());  // allocated on the GPU it says
+      if (std::find(used.begin(), used.end(), s.device()) == used.end()) used.push_back(s.device());
+    }
+    std::vector<int> distinct;
+    for (int g : gpus)
+      if (std::find(distinct.begin(), distinct.end(), g) == distinct.end()) distinct.push_back(g);
+    EXPECT_EQ(used.size(), distinct.size());  // every GPU of the list holds subdomains
+    EXPECT_EQ(d.cuda_graphs(), distinct.size() == 1);
+    const std::string text = d.describe();
+    EXPECT_EQ(text.find("GPU links measured") != std::string::npos, distinct.size() > 1) << text;
+    for (int round = 0; round < 3; ++round) {
+      stencil_check::fill(d, esize, round, kUpload);
+      if (round == 1) {
+        d.start_exchange();
+        d.finish_exchange();
+      } else {
+        d.exchange();
+      }
+      EXPECT_EQ(stencil_check::verify(d, esize, round, {true, true, true}, kDownload), 0) << "round " << round;
+      int after = -1;
+      ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+      EXPECT_EQ(after, current);  // the exchange leaves the caller's device current
+      d.swap();
+    }
+  }
 }

@@ -208,6 +208,7 @@ TEST(StencilPlacement, RejectsMalformedProblems) {
   EXPECT_FALSE(st::place_exhaustive({11, std::vector<double>(121), std::vector<double>(121)}).ok());
   EXPECT_FALSE(st::slot_distance(2, 1, {0, 1}, {1, 2, 3}).ok());      // not square
   EXPECT_FALSE(st::slot_distance(2, 1, {0, 2}, {1, 1, 1, 1}).ok());   // GPU 2 of a 2x2 matrix
+  EXPECT_FALSE(st::slot_distance(1, 2, {3, 3}, {1, 1, 1, 1}).ok());   // also where only one rank uses it
 }
 
 // Two subdomains along x of an 8x4x4 periodic grid, radius 1, one double:
@@ -235,7 +236,7 @@ TEST(StencilPlacement, FlowOfAPartitionByHand) {
 
 TEST(StencilPlacement, SlotDistances) {
   // 2 ranks x 2 slots; rank 0 on GPU 1, rank 1 on GPU 0; 50 GB/s between them
-  auto d = st::slot_distance(2, 2, {1, 0}, {900, 50, 50, 900});
+  auto d = st::slot_distance(2, 2, {1, 1, 0, 0}, {900, 50, 50, 900});
   ASSERT_TRUE(d.ok());
   const auto& v = d.value();
   EXPECT_EQ(v[0 * 4 + 1], 0);  // same rank: a direct copy
@@ -245,4 +246,38 @@ TEST(StencilPlacement, SlotDistances) {
   auto u = st::slot_distance(3, 1, {-1, -1, -1}, {});
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u.value(), (std::vector<double>{0, 1, 1, 1, 0, 1, 1, 1, 0}));
+  // one rank with its two slots on GPUs 0 and 1 (set_gpus): a peer copy
+  // between them costs the link, not 0; two ranks sharing GPU 0 pay the diagonal
+  auto g = st::slot_distance(2, 2, {0, 1, 0, 1}, {1000, 200, 100, 1000});
+  ASSERT_TRUE(g.ok());
+  const auto& w = g.value();
+  EXPECT_DOUBLE_EQ(w[0 * 4 + 1], 1.0 / 200);  // rank 0: GPU 0 -> GPU 1
+  EXPECT_DOUBLE_EQ(w[1 * 4 + 0], 1.0 / 100);  // rank 0: GPU 1 -> GPU 0
+  EXPECT_DOUBLE_EQ(w[0 * 4 + 2], 1.0 / 1000); // ranks 0 and 1 on GPU 0
+  EXPECT_DOUBLE_EQ(w[3 * 4 + 0], 1.0 / 100);
+  EXPECT_EQ(w[2 * 4 + 2], 0);
+  // without a matrix, a rank's two GPUs are 1 apart like two ranks
+  auto h = st::slot_distance(1, 2, {0, 1}, {});
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h.value(), (std::vector<double>{0, 1, 1, 0}));
+}
+
+// A rank whose slots are on two GPUs: the neighbours that exchange most go on
+// the same GPU. 4 subdomains in a row (x), 2 ranks x 2 slots, each rank with
+// GPUs 0 and 1 whose link is slow: the placement must keep every GPU's pair
+// of subdomains adjacent (cost only across the slow links it cannot avoid).
+TEST(StencilPlacement, SeveralGpusPerRankKeepNeighboursOnOneGpu) {
+  const int n = 4;
+  std::vector<double> flow(n * n, 0);
+  for (int i = 0; i + 1 < n; ++i) flow[static_cast<size_t>(i * n + i + 1)] = flow[static_cast<size_t>((i + 1) * n + i)] = 100;
+  // slots: rank 0 {GPU 0, GPU 1}, rank 1 {GPU 0, GPU 1}; GPU 0 <-> GPU 1 slow
+  auto dist = st::slot_distance(2, 2, {0, 1, 0, 1}, {1000, 10, 10, 1000});
+  ASSERT_TRUE(dist.ok());
+  auto r = st::place_exhaustive({n, flow, dist.value()});
+  ASSERT_TRUE(r.ok());
+  // identity puts 0:GPU0 1:GPU1 2:GPU0 3:GPU1 -- every link slow
+  EXPECT_LT(r.value().cost, r.value().identity_cost);
+  int slow = 0;
+  for (int i = 0; i + 1 < n; ++i) slow += r.value().slot_of[static_cast<size_t>(i)] % 2 != r.value().slot_of[static_cast<size_t>(i + 1)] % 2;
+  EXPECT_EQ(slow, 1);  // one crossing is unavoidable: two subdomains per GPU
 }
