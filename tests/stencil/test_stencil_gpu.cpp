@@ -267,3 +267,26 @@ TEST(StencilGpuSeveral, SubdomainsSpreadOverTheRanksGpus) {
     }
   }
 }
+
+// A region whose planes times quantities exceed a grid's 65535 z-blocks
+// (5500 planes along z x 13 quantities): the kernels' flat grid-stride form
+// (device_kernels.cu) moves it, every ghost still right; the 3D form moves
+// every other test's regions.
+TEST(StencilGpuKernels, TallRegionsTakeTheFlatForm) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // the partition splits the longest axis: z, 5500 planes to each rank
+  st::DistributedDomain d(MPI_COMM_WORLD, {6, 5, 5500 * static_cast<int64_t>(size)});
+  d.set_radius(1).set_memory(st::Memory::kDevice).set_peer_path(st::PeerPath::kStaged).set_cuda_graphs(false);
+  for (int q = 0; q < 12; ++q) d.add_quantity<double>("d" + std::to_string(q));
+  d.add_quantity<Odd3>("odd");
+  std::vector<size_t> esize(12, 8);
+  esize.push_back(3);
+  d.realize();
+  ASSERT_GT(d.subdomains().front().box().size().z * 13, 65535);
+  stencil_check::fill(d, esize, 0, kUpload);
+  d.exchange();
+  EXPECT_EQ(stencil_check::verify(d, esize, 0, {true, true, true}, kDownload), 0);
+}
