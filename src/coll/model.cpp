@@ -52,7 +52,7 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
       return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
               Algorithm::kKnomial4, Algorithm::kKnomial8};
     case CollOpKind::kReduce:
-      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
+      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
     case CollOpKind::kAllgather:
     case CollOpKind::kAllgatherv: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
     case CollOpKind::kGather:
@@ -109,9 +109,10 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (op == CollOpKind::kReduce && (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8))
         return kary_broadcast(p, n, bytes, radix_of(a));
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
-      if (op == CollOpKind::kBcast && a == Algorithm::kChain) {
+      if (a == Algorithm::kChain) {
         // n-1 hops of the first segment, then one segment per hop behind it
-        // (segments of 64 KiB: a quarter of the default scratch)
+        // (segments of 64 KiB: a quarter of the default scratch; the
+        // reduction's fold of a segment counted in its G)
         const double seg = std::min(B, 65536.0), segments = std::ceil(B / std::max(seg, 1.0));
         return (n - 2 + segments) * (p.L + p.o + p.G * seg);
       }

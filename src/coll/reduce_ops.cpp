@@ -1,5 +1,5 @@
-// Allreduce (recursive doubling, reduce-scatter + allgather, tree) and
-// Reduce (binomial tree, flat) on the node segment. Buffers are contiguous
+// Allreduce (recursive doubling, reduce-scatter + allgather, tree, K-nomial)
+// and Reduce (binomial and K-nomial trees, flat, chain) on the node segment. Buffers are contiguous
 // (the caller checks); chunks are whole elements. The order of operands
 // follows MPI's rule for non-commutative ops: a part from lower ranks is
 // always the left operand, and every part covers a contiguous rank range.
@@ -260,6 +260,64 @@ class Reduce final : public ChunkedReduction {
   int k_;
 };
 
+// Reduce along a chain (pipelined): relative rank vr folds its input with
+// vr + 1's part (region 0) and publishes the result for vr - 1, segment by
+// segment; the last rank publishes its input as it is. A rank moves on to
+// its next segment (a later scratch slot) while vr - 1 still reads this one,
+// so the segments pipeline up the chain: n - 1 hops of the first segment,
+// then one segment per step. The chain ends at the root for a commutative
+// op; for a non-commutative one it ends at rank 0 (x0 op (x1 op (...)): the
+// lower ranks' part always the left operand), whose result the root reads
+// (region 1).
+class ChainReduce final : public ChunkedReduction {
+ public:
+  ChainReduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count, const Reducer& r,
+              const void* in, void* out, int root)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root) {}
+
+ private:
+  bool advance() override {
+    const int end = r_.commutative ? root_ : 0;
+    const int vr = (me() - end + n()) % n();
+    if (phase_ == 0) {
+      if (n() == 1) {
+        if (in() != out()) std::memcpy(out(), in(), bytes());
+        return true;
+      }
+      if (vr == n() - 1) {  // the chain's start: its input as it is
+        Seg::put(region(me(), 0), in(), bytes());
+        publish(0);
+        phase_ = 2;
+      } else {
+        phase_ = 1;
+      }
+    }
+    if (phase_ == 1) {
+      const int next = (vr + 1 + end) % n();
+      if (!ready(next, 0)) return false;
+      // acc = my input op the chain's part behind me (left operand the lower
+      // rank's), built in my region for vr - 1; the root's in its own
+      // buffer first (its input may be its output: MPI_IN_PLACE)
+      const bool result_here = vr == 0 && me() == root_;
+      char* acc = result_here ? st_->acc.data() : region(me(), vr == 0 ? 1 : 0);
+      std::memcpy(acc, region(next, 0), bytes());
+      check(r_.left(in(), acc, m()));
+      if (result_here) {
+        std::memcpy(out(), acc, bytes());
+        return true;
+      }
+      publish(vr == 0 ? 1 : 0);  // vr 0 not the root: rank 0 of a non-commutative op, the root reads it
+      phase_ = 2;
+    }
+    // the root where the chain ended elsewhere reads the result
+    if (me() != root_) return true;
+    if (!ready(end, 1)) return false;
+    Seg::get(out(), region(end, 1), bytes());
+    return true;
+  }
+  int root_;
+};
+
 }  // namespace
 
 std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out,
@@ -285,8 +343,18 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
 
 std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                     const Reducer& r, int root) {
-  if (count <= 0 || (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kKnomial4 &&
-                     a != Algorithm::kKnomial8))
+  if (count <= 0) return nullptr;
+  if (a == Algorithm::kChain) {
+    // segments of a quarter of a region (so that a message of a slot's size
+    // already pipelines in four), at least 4 KiB -- as the chain Bcast; an
+    // element larger than a region leaves the call to the system MPI
+    const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / 2) - 64;
+    if (r.elem <= 0 || r.elem > room) return nullptr;
+    const int64_t cap = std::max<int64_t>(1, std::max<int64_t>(std::min<int64_t>(4096, room), room / 4) / r.elem);
+    return std::make_unique<ChainReduce>(std::move(st), static_cast<uint64_t>((count + cap - 1) / cap), cap, 2, count,
+                                         r, in, out, root);
+  }
+  if (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kKnomial4 && a != Algorithm::kKnomial8)
     return nullptr;
   return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat, radix_of(a));
 }

@@ -108,7 +108,7 @@ const Config& config();
 inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 system",
                                                   "bcast binomial flat chain system",
                                                   "allreduce recdbl rsag tree knomial4 knomial8 system",
-                                                  "reduce binomial flat knomial4 knomial8 system",
+                                                  "reduce binomial flat knomial4 knomial8 chain system",
                                                   "allgather ring recdbl flat system",
                                                   "gather binomial flat knomial4 knomial8 system",
                                                   "scatter binomial flat knomial4 knomial8 system",
