@@ -44,11 +44,23 @@ Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
 bool enabled();
 // Gatherv, Scatterv and Alltoallv, whose ranks know only their own blocks:
-// a blocking call agrees on the largest block before it can choose (see the
-// entries below); a non-blocking one, which cannot wait for that, is never
-// dtmpi's.
+// a call agrees on the largest block before it can choose (see the entries
+// below) -- a non-blocking one inside its own state machine (the agreement,
+// then the data's algorithm, on numbers reserved when it started).
 bool needs_agreement(CollOpKind op);
+// Whether dtmpi's algorithms can serve `op`'s non-blocking form: all can.
 bool serves_nonblocking(CollOpKind op);
+// For the non-blocking Gatherv, Scatterv and Alltoallv on `n` ranks: whether
+// dtmpi serves them (then all the way: after the agreement the call cannot
+// go to the system MPI, whose collectives the other ranks may have started
+// in another order meanwhile). Forced (op:algorithm): yes. Tuned: where
+// dtmpi-tune's table chose dtmpi's algorithm in flight in every size class.
+// Without a table: no. The same answer on every rank.
+bool agrees_first_nonblocking(CollOpKind op, int n);
+// The algorithm such a call takes once the largest block is agreed: select's
+// in-flight choice, or the operation's first algorithm where that is the
+// system MPI's.
+Algorithm nonblocking_after_agreement(CollOpKind op, int n, int64_t largest);
 // For those: whether a blocking call on `n` ranks agrees on the largest
 // block and then takes select's choice for it (the system MPI's included);
 // false: every call is the system MPI's, with no agreement. Forced

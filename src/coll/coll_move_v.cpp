@@ -4,13 +4,15 @@
 // depend on the largest block, which must be the same on every rank:
 // Allgatherv's receive counts are everyone's, so each rank computes it; for
 // the others a rank knows only its own blocks (a gather's non-root its send
-// count), so the blocking calls agree on it first, through one 8-byte
-// allreduce of dtmpi's on the communicator's blocking lane -- only where
-// DTMPI_COLL lets it pay (coll::agrees_first: the same answer on every rank;
-// with a tuned table, never where an agreement before the system MPI's call
-// would cost more than 2%). Their non-blocking
-// forms, which cannot wait for an agreement, stay the system MPI's.
+// count), so the calls agree on it first, through one 8-byte allreduce of
+// dtmpi's -- only where DTMPI_COLL lets it pay (coll::agrees_first and
+// agrees_first_nonblocking: the same answer on every rank; with a tuned
+// table, never where an agreement before the system MPI's call would cost
+// more than 2%). A blocking call agrees on its lane and then chooses; a
+// non-blocking one is one operation of its lane (AgreedV below): the
+// agreement, then dtmpi's algorithm for the data.
 #include <algorithm>
+#include <functional>
 
 #include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
@@ -30,12 +32,86 @@ int64_t largest_of(int n, const int* counts, MPI_Datatype t) {
   return most;
 }
 
-// The blocking lane's state where dtmpi may serve `kind` (before the sizes
-// are known), else null; non-blocking calls: null.
-Result<std::shared_ptr<CommState>> may_agree(CollOpKind kind, MPI_Comm comm, MPI_Request* req) {
-  if (req || !agrees_first(kind, size_of(comm))) return std::shared_ptr<CommState>();
-  return usable(comm, true);
+// The lane's state where dtmpi may serve `kind` (before the sizes are
+// known), else null: the blocking lane, or the non-blocking one for a call
+// with a request, where the chunks of the largest block fit a slot (`regions`
+// pieces each: the same answer on every rank).
+Result<std::shared_ptr<CommState>> may_agree(CollOpKind kind, MPI_Comm comm, MPI_Request* req, int regions) {
+  const int n = size_of(comm);
+  if (req ? !agrees_first_nonblocking(kind, n) : !agrees_first(kind, n)) return std::shared_ptr<CommState>();
+  auto st = usable(comm, !req);
+  if (!st || !st.value() || !req) return st;
+  if (ChunkedMove::cap_for(*st.value(), regions == 0 ? n : regions) <= 0) return std::shared_ptr<CommState>();
+  return st;
 }
+
+// A non-blocking Gatherv, Scatterv or Alltoallv as one operation of the
+// non-blocking lane: an 8-byte allreduce agrees on the largest block, then
+// dtmpi's algorithm for it moves the data (the system MPI cannot take the
+// call over any more: the other ranks may have started its collectives on
+// this communicator meanwhile, in another order). The data's chunks depend on
+// the agreement, but every call of the lane must take the same sequence
+// numbers on every rank when it starts: so the call reserves a range of
+// kBudget numbers then, the data's operation takes the first ones, and the
+// rest are finished at once on every rank alike (no scratch, no flag, no wait
+// between them).
+class AgreedV final : public CollOp {
+ public:
+  using Build = std::function<std::unique_ptr<CollOp>(std::shared_ptr<CommState>, int64_t largest)>;
+  // 2^28 numbers: a block of at least 2^28 chunks of 64 bytes or more (16
+  // GiB); flags hold 56 bits of sequence, so 2^28 such calls per communicator
+  static constexpr uint64_t kBudget = uint64_t{1} << 28;
+
+  // Null where no agreement can be built (the same answer on every rank).
+  static std::unique_ptr<AgreedV> make(std::shared_ptr<CommState> st, int64_t mine, Build build) {
+    Reducer r{};
+    if (!reducer_for(MPI_INT64_T, MPI_MAX, r)) return nullptr;
+    auto op = std::unique_ptr<AgreedV>(new AgreedV(st, mine, std::move(build)));
+    Algorithm a = select(CollOpKind::kAllreduce, st->size, 8, true);
+    if (a == Algorithm::kSystem) a = Algorithm::kRecursiveDoubling;
+    op->agree_ = make_allreduce(st, a, &op->mine_, &op->largest_, 1, r);
+    if (!op->agree_) return nullptr;
+    op->first_ = st->reserve(kBudget);
+    return op;
+  }
+
+  bool step() override {
+    if (done_) return true;
+    if (agree_) {
+      if (!agree_->step()) return false;
+      if (agree_->error != MPI_SUCCESS) fail(agree_->error);
+      agree_.reset();
+      if (error == MPI_SUCCESS && largest_ > 0) {
+        st_->preset_first = first_;
+        data_ = build_(st_, largest_);
+        st_->preset_first = 0;
+        if (data_ && data_->chunks() > kBudget) {
+          fail(MPI_ERR_INTERN);  // the same on every rank: nothing moved, every rank told
+          data_.reset();
+        }
+      }
+    }
+    if (data_) {
+      if (!data_->step()) return false;
+      if (data_->error != MPI_SUCCESS) fail(data_->error);
+      data_.reset();
+    }
+    st_->finish(first_ + kBudget - 1);
+    if (finally) fail(finally());
+    done_ = true;
+    return true;
+  }
+
+ private:
+  AgreedV(std::shared_ptr<CommState> st, int64_t mine, Build build)
+      : CollOp(std::move(st), 0), mine_(mine), build_(std::move(build)) {}
+  bool advance() override { return true; }  // no chunks of its own: step() runs the inner operations
+  int64_t mine_ = 0, largest_ = 0;
+  Build build_;
+  std::unique_ptr<CollOp> agree_, data_;
+  uint64_t first_ = 0;
+  bool done_ = false;
+};
 
 // The largest of every rank's `mine` (collective over the state's ranks).
 Result<int64_t> agree_largest(const std::shared_ptr<CommState>& st, int64_t mine) {
@@ -90,11 +166,27 @@ Result<bool> gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const in
   REAL(MPI_Comm_rank)(comm, &me);
   const bool is_root = me == root, in_place = is_root && sb == MPI_IN_PLACE;
   if ((is_root && (rt == MPI_DATATYPE_NULL || !rc || !rd)) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
-  auto state = may_agree(CollOpKind::kGatherv, comm, req);
+  auto state = may_agree(CollOpKind::kGatherv, comm, req, 1);
   if (!state) return state.error();
   if (!state.value()) return false;
   const int n = state.value()->size;
   const int64_t own = in_place ? 0 : bytes_of(sc, st);
+  if (req) {
+    int pack_rc = MPI_SUCCESS;
+    VSide recv = is_root ? vside(rb, n, rc, rd, rt, in_place, comm, pack_rc) : VSide{};
+    Side send = in_place ? Side{} : side(sb, sc, st, true, comm, pack_rc);
+    const char* mine = in_place ? recv.data + recv.blocks.offset[root] : send.data;
+    VLayout v;
+    v.recvs = recv.blocks;
+    v.own = own;
+    auto op = AgreedV::make(state.value(), is_root ? std::max(own, largest_of(n, rc, rt)) : own,
+                            [mine, data = recv.data, v = std::move(v), root](std::shared_ptr<CommState> s, int64_t largest) mutable {
+                              const Algorithm a = nonblocking_after_agreement(CollOpKind::kGatherv, s->size, largest);
+                              return make_gatherv(std::move(s), a, mine, data, largest, std::move(v), root);
+                            });
+    if (!op) return false;
+    return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
+  }
   auto largest = agree_largest(state.value(), is_root ? std::max(own, largest_of(n, rc, rt)) : own);
   if (!largest) return largest.error();
   const Algorithm a = choose(CollOpKind::kGatherv, *state.value(), largest.value());
@@ -118,11 +210,27 @@ Result<bool> scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype
   REAL(MPI_Comm_rank)(comm, &me);
   const bool is_root = me == root, in_place = is_root && rb == MPI_IN_PLACE;
   if ((is_root && (st == MPI_DATATYPE_NULL || !sc || !sd)) || (!in_place && rt == MPI_DATATYPE_NULL)) return false;
-  auto state = may_agree(CollOpKind::kScatterv, comm, req);
+  auto state = may_agree(CollOpKind::kScatterv, comm, req, 0);
   if (!state) return state.error();
   if (!state.value()) return false;
   const int n = state.value()->size;
   const int64_t own = in_place ? 0 : bytes_of(rc, rt);
+  if (req) {
+    int pack_rc = MPI_SUCCESS;
+    VSide send = is_root ? vside(sb, n, sc, sd, st, true, comm, pack_rc) : VSide{};
+    Side recv = in_place ? Side{} : side(rb, rc, rt, false, comm, pack_rc);
+    VLayout v;
+    v.sends = send.blocks;
+    v.own = own;
+    auto op = AgreedV::make(state.value(), is_root ? std::max(own, largest_of(n, sc, st)) : own,
+                            [from = send.data, to = recv.data, v = std::move(v), root](std::shared_ptr<CommState> s,
+                                                                                       int64_t largest) mutable {
+                              const Algorithm a = nonblocking_after_agreement(CollOpKind::kScatterv, s->size, largest);
+                              return make_scatterv(std::move(s), a, from, to, largest, std::move(v), root);
+                            });
+    if (!op) return false;
+    return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
+  }
   auto largest = agree_largest(state.value(), is_root ? std::max(own, largest_of(n, sc, st)) : own);
   if (!largest) return largest.error();
   const Algorithm a = choose(CollOpKind::kScatterv, *state.value(), largest.value());
@@ -142,13 +250,29 @@ Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   const bool in_place = sb == MPI_IN_PLACE;
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;
   if (!valid(comm, rt, 0) || !rc || !rd || (!in_place && (st == MPI_DATATYPE_NULL || !sc || !sd))) return false;
-  auto state = may_agree(CollOpKind::kAlltoallv, comm, req);
+  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
   if (!state) return state.error();
   if (!state.value()) return false;
   const int n = state.value()->size;
   // what this rank sends to or receives from any one peer
   int64_t mine = largest_of(n, rc, rt);
   if (!in_place) mine = std::max(mine, largest_of(n, sc, st));
+  if (req) {
+    int pack_rc = MPI_SUCCESS;
+    VSide recv = vside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
+    VSide send = in_place ? VSide{} : vside(sb, n, sc, sd, st, true, comm, pack_rc);
+    VLayout v;
+    v.recvs = recv.blocks;
+    v.sends = in_place ? recv.blocks : send.blocks;
+    auto op = AgreedV::make(state.value(), mine,
+                            [from = in_place ? recv.data : send.data, to = recv.data, v = std::move(v)](
+                                std::shared_ptr<CommState> s, int64_t largest) mutable {
+                              const Algorithm a = nonblocking_after_agreement(CollOpKind::kAlltoallv, s->size, largest);
+                              return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
+                            });
+    if (!op) return false;
+    return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
+  }
   auto largest = agree_largest(state.value(), mine);
   if (!largest) return largest.error();
   const Algorithm a = choose(CollOpKind::kAlltoallv, *state.value(), largest.value());
@@ -176,35 +300,39 @@ Result<bool> run_forced_v(CollOpKind op, Algorithm a, std::shared_ptr<CommState>
     all.bytes.push_back(block);
     all.offset.push_back(j * block);
   }
-  // what the entries pay: the blocking Gatherv, Scatterv and Alltoallv agree
-  // on the largest block first (the non-blocking ones are never dtmpi's)
-  if (op != CollOpKind::kAllgatherv) {
-    if (req) return false;
-    auto largest = agree_largest(st, block);
-    if (!largest) return largest.error();
-  }
   VLayout v;
   v.own = block;
   const bool is_root = st->rank == root;
   const char* s = static_cast<const char*>(sb);
   char* r = static_cast<char*>(rb);
   switch (op) {
-    case CollOpKind::kAllgatherv:
-      v.recvs = all;
-      return start(make_allgatherv(std::move(st), a, s, r, std::move(v)), req);
-    case CollOpKind::kGatherv:
-      if (is_root) v.recvs = all;
-      return start(make_gatherv(std::move(st), a, s, is_root ? r : nullptr, block, std::move(v), root), req);
-    case CollOpKind::kScatterv:
-      if (is_root) v.sends = all;
-      return start(make_scatterv(std::move(st), a, is_root ? s : nullptr, r, block, std::move(v), root), req);
-    case CollOpKind::kAlltoallv:
-      v.recvs = all;
-      v.sends = all;
-      return start(make_alltoallv(std::move(st), a, s, r, block, std::move(v)), req);
-    default:
-      return false;
+    case CollOpKind::kAllgatherv: v.recvs = all; break;
+    case CollOpKind::kGatherv: if (is_root) v.recvs = all; break;
+    case CollOpKind::kScatterv: if (is_root) v.sends = all; break;
+    case CollOpKind::kAlltoallv: v.recvs = v.sends = all; break;
+    default: return false;
   }
+  auto data = [=](std::shared_ptr<CommState> state, int64_t largest) mutable -> std::unique_ptr<CollOp> {
+    switch (op) {
+      case CollOpKind::kAllgatherv: return make_allgatherv(std::move(state), a, s, r, std::move(v));
+      case CollOpKind::kGatherv:
+        return make_gatherv(std::move(state), a, s, is_root ? r : nullptr, largest, std::move(v), root);
+      case CollOpKind::kScatterv:
+        return make_scatterv(std::move(state), a, is_root ? s : nullptr, r, largest, std::move(v), root);
+      default: return make_alltoallv(std::move(state), a, s, r, largest, std::move(v));
+    }
+  };
+  // what the entries pay: Gatherv, Scatterv and Alltoallv agree on the
+  // largest block first (a non-blocking call inside its own operation)
+  if (op == CollOpKind::kAllgatherv) return start(data(std::move(st), block), req);
+  if (req) {
+    auto agreed = AgreedV::make(st, block, data);
+    if (!agreed) return false;
+    return start(std::move(agreed), req);
+  }
+  auto largest = agree_largest(st, block);
+  if (!largest) return largest.error();
+  return start(data(std::move(st), block), req);
 }
 
 }  // namespace detail

@@ -44,12 +44,22 @@ struct CommState {
   // local work buffers of the one operation that runs at a time
   std::vector<char> acc, tmp;
 
-  // Reserves `n` sequence numbers (chunks) for a new operation.
+  // Reserves `n` sequence numbers (chunks) for a new operation -- or, inside
+  // a composite operation that reserved a range when it started and builds
+  // its inner operation only later (the non-blocking Gatherv, Scatterv and
+  // Alltoallv, coll_move_v.cpp: their chunks depend on an agreement), hands
+  // out that range (preset_first; the composite checks the count fits).
   uint64_t reserve(uint64_t n) {
+    if (preset_first != 0) {
+      const uint64_t first = preset_first;
+      preset_first = 0;
+      return first;
+    }
     const uint64_t first = next_seq;
     next_seq += n;
     return first;
   }
+  uint64_t preset_first = 0;
   // Whether this rank's scratch slot of `seq` may be written: every peer
   // finished seq - kScratchSlots, the last one that used it. Re-reads the peers' flags
   // only when the mirror does not prove it (the common case reads nothing).

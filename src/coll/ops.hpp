@@ -55,7 +55,10 @@ inline int radix_of(Algorithm a) {
 class CollOp : public transport::Operation {
  public:
   CollOp(std::shared_ptr<CommState> st, uint64_t chunks);
-  bool step() final;
+  // Runs the chunks in order; a composite operation (coll_move_v.cpp) runs
+  // inner operations instead.
+  bool step() override;
+  uint64_t chunks() const { return chunks_; }
   // Local buffers the operation reads or writes (packed sides), and what
   // runs after complete() (unpacking them into the user's layout).
   std::vector<std::vector<char>> keep;

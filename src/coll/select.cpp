@@ -2,6 +2,7 @@
 // the built-in choice of "tuned".
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "base/log.hpp"
 #include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
+#include "coll/model.hpp"
 #include "coll/tuning_table.hpp"
 #include "runtime/config.hpp"
 
@@ -167,7 +169,7 @@ bool needs_agreement(CollOpKind op) {
   return op == CollOpKind::kGatherv || op == CollOpKind::kScatterv || op == CollOpKind::kAlltoallv;
 }
 
-bool serves_nonblocking(CollOpKind op) { return !needs_agreement(op); }
+bool serves_nonblocking(CollOpKind) { return true; }
 
 namespace {
 
@@ -216,8 +218,41 @@ bool agrees_first(CollOpKind op, int n) {
   return worth && any;
 }
 
+bool agrees_first_nonblocking(CollOpKind op, int n) {
+  const Algorithm a = table().alg[static_cast<size_t>(op)];
+  if (a != kTunedMarker) return a != Algorithm::kSystem;
+  if (!g_tuned) return false;
+  thread_local std::unordered_map<uint64_t, bool> memo;
+  const uint64_t key = (static_cast<uint64_t>(n) << 8) | static_cast<uint64_t>(op);
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  // every size class's in-flight entry chose dtmpi's (the composite cannot
+  // hand the call to the system MPI after the agreement)
+  bool all = true;
+  for (int c = 0; c <= 40 && all; ++c) {
+    TuningKey k;
+    k.op = op;
+    k.bytes = int64_t{1} << c;
+    k.ranks = n;
+    k.ranks_per_node = n;
+    k.in_flight = true;
+    const TuningEntry* e = closest(*g_tuned, k);
+    all = e != nullptr && e->key.in_flight && e->algorithm != Algorithm::kSystem;
+  }
+  memo.emplace(key, all);
+  return all;
+}
+
+Algorithm nonblocking_after_agreement(CollOpKind op, int n, int64_t largest) {
+  const Algorithm a = select(op, n, largest, true);
+  const auto implements = algorithms_for(op);
+  if (a != Algorithm::kSystem && std::find(implements.begin(), implements.end(), a) != implements.end()) return a;
+  return implements.empty() ? Algorithm::kSystem : implements.front();
+}
+
 Algorithm choice(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
-  if (needs_agreement(op) && (nonblocking || !agrees_first(op, n))) return Algorithm::kSystem;
+  if (needs_agreement(op) && nonblocking)
+    return agrees_first_nonblocking(op, n) ? nonblocking_after_agreement(op, n, bytes) : Algorithm::kSystem;
+  if (needs_agreement(op) && !agrees_first(op, n)) return Algorithm::kSystem;
   return select(op, n, bytes, nonblocking);
 }
 

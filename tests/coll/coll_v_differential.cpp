@@ -5,9 +5,10 @@
 // random counts per rank and per pair (zeros, small, past a scratch slot, one
 // rank far larger than the rest), blocks placed in a random order with random
 // gaps, the type pairs of the uniform forms (packed sides), every root,
-// MPI_IN_PLACE, blocking and non-blocking (the rooted v forms and Alltoallv
-// stay the system MPI's there, Allgatherv is dtmpi's), on the world, odd
-// halves and the world reversed.
+// MPI_IN_PLACE, blocking and non-blocking (dtmpi's where DTMPI_COLL names
+// the operation: Gatherv, Scatterv and Alltoallv agree inside their own
+// operation), on the world, odd halves and the world reversed; and several
+// non-blocking v forms in flight at once with other non-blocking collectives.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -180,3 +181,126 @@ TEST(CollV, ScattervMatchesSystem) { vmoves_match(VKind::kScatterv); }
 TEST(CollV, AlltoallvMatchesSystem) { vmoves_match(VKind::kAlltoallv); }
 
 }  // namespace
+
+// Non-blocking v forms in flight together (the agreement and the data of
+// each one operation of the lane, a range of sequence numbers reserved when it
+// starts): on every iteration a random mix of 2-6 Igatherv / Iscatterv /
+// Ialltoallv / Iallgatherv calls with random counts (zeros, chunks) and
+// roots, an MPI_Iallreduce between them, completed by one MPI_Waitall in a
+// random order of tests; each receive buffer byte-equal to the system MPI's
+// blocking call on the same input, and dtmpi's counter grew by each call it
+// was named for (so a non-blocking v form left to the system MPI fails it).
+TEST(CollV, NonBlockingInFlightTogether) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  // a blocking collective first: the lanes exist before non-blocking calls
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto rng = shared_rng(MPI_COMM_WORLD, 77);
+  static const char* kNames[] = {"allgatherv", "gatherv", "scatterv", "alltoallv"};
+  for (int it = 0, its = std::max(4, iterations() / 4); it < its; ++it) {
+    struct Call {
+      VKind kind;
+      int root;
+      std::vector<int> sc, sd, rc, rd;
+      std::vector<char> send, out, ref;
+    };
+    const int calls = 2 + static_cast<int>(rng() % 5);
+    std::vector<Call> cs(static_cast<size_t>(calls));
+    std::vector<MPI_Request> reqs;
+    long long named_calls = 0;
+    const long long before = served_by_dtmpi();
+    std::vector<int64_t> sum_in(3, me + 1), sum_out(3, 0);
+    for (int k = 0; k < calls; ++k) {
+      Call& c = cs[static_cast<size_t>(k)];
+      c.kind = static_cast<VKind>(rng() % 4);
+      c.root = static_cast<int>(rng() % static_cast<unsigned>(n));
+      auto counts = random_counts(n, it * 7 + k, rng);
+      // dtmpi serves a named operation's call -- an Iallgatherv only where
+      // some block is not empty (every rank sees all counts; an empty one
+      // stays the system MPI's)
+      bool any = false;
+      for (int i = 0; i < n; ++i) any = any || counts[i][0] > 0;
+      if (named(kNames[static_cast<int>(c.kind)]) && (c.kind != VKind::kAllgatherv || any)) ++named_calls;
+      c.sc.assign(static_cast<size_t>(n), 0);
+      c.rc.assign(static_cast<size_t>(n), 0);
+      for (int j = 0; j < n; ++j) {
+        switch (c.kind) {
+          case VKind::kAllgatherv:
+          case VKind::kGatherv:
+            c.sc[j] = static_cast<int>(counts[me][0]);
+            c.rc[j] = static_cast<int>(counts[j][0]);
+            break;
+          case VKind::kScatterv:
+            c.sc[j] = static_cast<int>(counts[0][j]);
+            c.rc[j] = static_cast<int>(counts[0][me]);
+            break;
+          case VKind::kAlltoallv:
+            c.sc[j] = static_cast<int>(counts[me][j]);
+            c.rc[j] = static_cast<int>(counts[j][me]);
+            break;
+        }
+      }
+      std::mt19937 local(rng() + static_cast<unsigned>(me) * 131u);
+      std::vector<int64_t> s64(c.sc.begin(), c.sc.end()), r64(c.rc.begin(), c.rc.end());
+      const int64_t selems = place(s64, 1, local, c.sd), relems = place(r64, 1, local, c.rd);
+      if (c.kind == VKind::kAllgatherv || c.kind == VKind::kGatherv) c.sd.assign(static_cast<size_t>(n), 0);
+      if (c.kind == VKind::kScatterv) c.rd.assign(static_cast<size_t>(n), 0);
+      c.send = random_bytes(static_cast<size_t>(selems * 8 + 8), local);
+      c.out = random_bytes(static_cast<size_t>(relems * 8 + 8), local);
+      c.ref = c.out;
+    }
+    for (int k = 0; k < calls; ++k) {
+      Call& c = cs[static_cast<size_t>(k)];
+      MPI_Request r = MPI_REQUEST_NULL;
+      int code = MPI_SUCCESS;
+      switch (c.kind) {
+        case VKind::kAllgatherv:
+          code = MPI_Iallgatherv(c.send.data(), c.sc[0], MPI_DOUBLE, c.out.data(), c.rc.data(), c.rd.data(), MPI_DOUBLE,
+                                 MPI_COMM_WORLD, &r);
+          break;
+        case VKind::kGatherv:
+          code = MPI_Igatherv(c.send.data(), c.sc[0], MPI_DOUBLE, c.out.data(), c.rc.data(), c.rd.data(), MPI_DOUBLE,
+                              c.root, MPI_COMM_WORLD, &r);
+          break;
+        case VKind::kScatterv:
+          code = MPI_Iscatterv(c.send.data(), c.sc.data(), c.sd.data(), MPI_DOUBLE, c.out.data(), c.rc[0], MPI_DOUBLE,
+                               c.root, MPI_COMM_WORLD, &r);
+          break;
+        case VKind::kAlltoallv:
+          code = MPI_Ialltoallv(c.send.data(), c.sc.data(), c.sd.data(), MPI_DOUBLE, c.out.data(), c.rc.data(),
+                                c.rd.data(), MPI_DOUBLE, MPI_COMM_WORLD, &r);
+          break;
+      }
+      ASSERT_EQ(code, MPI_SUCCESS);
+      reqs.push_back(r);
+      if (k == calls / 2) {  // another operation of the lane between them
+        ASSERT_EQ(MPI_Iallreduce(sum_in.data(), sum_out.data(), 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+        reqs.push_back(r);
+      }
+    }
+    // complete in a random order of tests, then the rest at once
+    std::mt19937 order(static_cast<unsigned>(it * 31 + me));
+    for (int t = 0; t < 20; ++t) {
+      int flag = 0;
+      MPI_Test(&reqs[order() % reqs.size()], &flag, MPI_STATUS_IGNORE);
+    }
+    ASSERT_EQ(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    EXPECT_EQ(sum_out[0], static_cast<int64_t>(n) * (n + 1) / 2);
+    const long long after = served_by_dtmpi();
+    if (before >= 0) {
+      EXPECT_GE(after - before, named_calls) << "non-blocking v forms named in DTMPI_COLL left to the system MPI";
+    }
+    for (int k = 0; k < calls; ++k) {
+      Call& c = cs[static_cast<size_t>(k)];
+      ASSERT_EQ(vcall(c.kind, true, false, c.send.data(), c.sc.data(), c.sd.data(), MPI_DOUBLE, c.ref.data(), c.rc.data(),
+                      c.rd.data(), MPI_DOUBLE, c.root, MPI_COMM_WORLD),
+                MPI_SUCCESS);
+      if (c.kind != VKind::kGatherv || me == c.root) {
+        EXPECT_EQ(0, std::memcmp(c.out.data(), c.ref.data(), c.out.size()))
+            << kNames[static_cast<int>(c.kind)] << " call " << k << " of " << calls << " iteration " << it << " root "
+            << c.root << " on " << n << " ranks";
+      }
+    }
+  }
+}
