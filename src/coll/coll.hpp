@@ -98,10 +98,10 @@ Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datat
                                   MPI_Request* req);
 // The v forms (any datatype, packed like the uniform ones). Allgatherv:
 // every rank knows every block's size. Gatherv, Scatterv and Alltoallv: a rank
-// knows its own blocks only, so the blocking calls first agree on the
-// largest block (one 8-byte allreduce of dtmpi's; a choice every rank must
-// make alike depends on it) -- only where agrees_first -- and the
-// non-blocking ones, which cannot wait for that, stay the system MPI's.
+// knows its own blocks only, so the calls first agree on the largest block
+// (one 8-byte allreduce of dtmpi's; a choice every rank must make alike
+// depends on it) -- the blocking ones where agrees_first, the non-blocking
+// ones inside their own operation where agrees_first_nonblocking.
 Result<bool> allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
                         MPI_Datatype rt, MPI_Comm comm, MPI_Request* req);
 Result<bool> gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
