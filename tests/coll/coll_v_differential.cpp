@@ -246,6 +246,8 @@ TEST(CollV, NonBlockingInFlightTogether) {
       const int64_t selems = place(s64, 1, local, c.sd), relems = place(r64, 1, local, c.rd);
       if (c.kind == VKind::kAllgatherv || c.kind == VKind::kGatherv) c.sd.assign(static_cast<size_t>(n), 0);
       if (c.kind == VKind::kScatterv) c.rd.assign(static_cast<size_t>(n), 0);
+      // MPICH 4.0.2's one-rank Allgatherv ignores the displacement (see vmoves_match)
+      if (c.kind == VKind::kAllgatherv && n == 1 && mpich()) c.rd[0] = 0;
       c.send = random_bytes(static_cast<size_t>(selems * 8 + 8), local);
       c.out = random_bytes(static_cast<size_t>(relems * 8 + 8), local);
       c.ref = c.out;
