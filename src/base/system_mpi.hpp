@@ -31,8 +31,11 @@
   X(MPI_Cart_shift) \
   X(MPI_Cartdim_get) \
   X(MPI_Comm_call_errhandler) \
+  X(MPI_Comm_create) \
+  X(MPI_Comm_create_group) \
   X(MPI_Comm_create_keyval) \
   X(MPI_Comm_dup) \
+  X(MPI_Comm_dup_with_info) \
   X(MPI_Comm_free) \
   X(MPI_Comm_free_keyval) \
   X(MPI_Comm_get_attr) \

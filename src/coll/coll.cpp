@@ -7,6 +7,7 @@
 #include "coll/entry.hpp"
 #include "coll/hierarchy.hpp"
 
+#include "base/log.hpp"
 #include "base/system_mpi.hpp"
 #include "runtime/stats.hpp"
 
@@ -104,6 +105,15 @@ bool valid(MPI_Comm comm, MPI_Datatype type, int root) {
 }  // namespace detail
 
 using namespace detail;
+
+void prepare(MPI_Comm comm) {
+  if (!enabled() || comm == MPI_COMM_NULL) return;
+  int inter = 0;
+  if (REAL(MPI_Comm_test_inter)(comm, &inter) != MPI_SUCCESS || inter) return;
+  if (auto st = state_for(comm, true); !st)
+    DTMPI_LOG(kDebug, "collective state at creation: %s (made at the first blocking collective instead)",
+              st.error().what.c_str());
+}
 
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req) {
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;

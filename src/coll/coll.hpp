@@ -78,6 +78,16 @@ Algorithm choice(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
 // the node read the same one; "tuned" is the built-in choice otherwise.
 Status init_tuning(MPI_Comm world);
 
+// Creates the collective state of `comm` (its lanes, segments or node
+// hierarchy) while every member is in the call that creates it --
+// MPI_Comm_dup/split/create and the topology constructors -- so that its
+// non-blocking collectives are dtmpi's from the first one on (without, a
+// state is made at its first blocking collective, and the non-blocking ones
+// before it stay the system MPI's). Collective over `comm`; only where
+// DTMPI_COLL names dtmpi's algorithms; an intercommunicator or a failure
+// (logged) leaves the state to be made later.
+void prepare(MPI_Comm comm);
+
 Result<bool> barrier(MPI_Comm comm, MPI_Request* req);
 Result<bool> bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req);
 Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,

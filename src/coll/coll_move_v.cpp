@@ -32,6 +32,8 @@ int64_t largest_of(int n, const int* counts, MPI_Datatype t) {
   return most;
 }
 
+bool sequence_room(const CommState& st);
+
 // The lane's state where dtmpi may serve `kind` (before the sizes are
 // known), else null: the blocking lane, or the non-blocking one for a call
 // with a request, where the chunks of the largest block fit a slot (`regions`
@@ -42,6 +44,7 @@ Result<std::shared_ptr<CommState>> may_agree(CollOpKind kind, MPI_Comm comm, MPI
   auto st = usable(comm, !req);
   if (!st || !st.value() || !req) return st;
   if (ChunkedMove::cap_for(*st.value(), regions == 0 ? n : regions) <= 0) return std::shared_ptr<CommState>();
+  if (!sequence_room(*st.value())) return std::shared_ptr<CommState>();
   return st;
 }
 
@@ -58,9 +61,12 @@ Result<std::shared_ptr<CommState>> may_agree(CollOpKind kind, MPI_Comm comm, MPI
 class AgreedV final : public CollOp {
  public:
   using Build = std::function<std::unique_ptr<CollOp>(std::shared_ptr<CommState>, int64_t largest)>;
-  // 2^28 numbers: a block of at least 2^28 chunks of 64 bytes or more (16
-  // GiB); flags hold 56 bits of sequence, so 2^28 such calls per communicator
-  static constexpr uint64_t kBudget = uint64_t{1} << 28;
+  // 2^24 numbers: a block of 2^24 chunks of at least 64 bytes (1 GiB; 64 GiB
+  // with the default scratch on 64 ranks). Flags hold 56 bits of sequence:
+  // may_agree stops serving these calls (the system MPI's, decided alike on
+  // every rank) before the lane's numbers come near that (2^31 calls).
+  static constexpr uint64_t kBudget = uint64_t{1} << 24;
+  static constexpr uint64_t kSequenceLimit = uint64_t{1} << 55;
 
   // Null where no agreement can be built (the same answer on every rank).
   static std::unique_ptr<AgreedV> make(std::shared_ptr<CommState> st, int64_t mine, Build build) {
@@ -75,18 +81,26 @@ class AgreedV final : public CollOp {
     return op;
   }
 
+  // Whether the lane's numbers leave room for another call (the same on every rank).
+  static bool room_for_another(const CommState& st) { return st.next_seq < kSequenceLimit - 2 * kBudget; }
+
   bool step() override {
     if (done_) return true;
     if (agree_) {
       if (!agree_->step()) return false;
       if (agree_->error != MPI_SUCCESS) fail(agree_->error);
       agree_.reset();
-      if (error == MPI_SUCCESS && largest_ > 0) {
+      // built on every rank alike whatever this rank's own error (a failed
+      // pack still runs the protocol: the peers are in it), the error kept
+      if (largest_ > 0) {
         st_->preset_first = first_;
         data_ = build_(st_, largest_);
         st_->preset_first = 0;
-        if (data_ && data_->chunks() > kBudget) {
-          fail(MPI_ERR_INTERN);  // the same on every rank: nothing moved, every rank told
+        // neither happens where the entries checked the slot and chose an
+        // algorithm the operation has; the same on every rank if it did:
+        // nothing moved, every rank told
+        if (!data_ || data_->chunks() > kBudget) {
+          fail(MPI_ERR_INTERN);
           data_.reset();
         }
       }
@@ -112,6 +126,8 @@ class AgreedV final : public CollOp {
   uint64_t first_ = 0;
   bool done_ = false;
 };
+
+bool sequence_room(const CommState& st) { return AgreedV::room_for_another(st); }
 
 // The largest of every rank's `mine` (collective over the state's ranks).
 Result<int64_t> agree_largest(const std::shared_ptr<CommState>& st, int64_t mine) {

@@ -111,9 +111,11 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
       if (a == Algorithm::kChain) {
         // n-1 hops of the first segment, then one segment per hop behind it
-        // (segments of 64 KiB: a quarter of the default scratch; the
-        // reduction's fold of a segment counted in its G)
-        const double seg = std::min(B, 65536.0), segments = std::ceil(B / std::max(seg, 1.0));
+        // (segments of a quarter of the default scratch: 64 KiB; Reduce's a
+        // quarter of one of its two regions: 32 KiB; the fold of a segment
+        // counted in its G)
+        const double quarter = op == CollOpKind::kReduce ? 32768.0 : 65536.0;
+        const double seg = std::min(B, quarter), segments = std::ceil(B / std::max(seg, 1.0));
         return (n - 2 + segments) * (p.L + p.o + p.G * seg);
       }
       return -1;

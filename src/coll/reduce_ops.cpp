@@ -268,7 +268,9 @@ class Reduce final : public ChunkedReduction {
 // then one segment per step. The chain ends at the root for a commutative
 // op; for a non-commutative one it ends at rank 0 (x0 op (x1 op (...)): the
 // lower ranks' part always the left operand), whose result the root reads
-// (region 1).
+// (region 1) -- there the root takes its next segment only after it read the
+// last one's result, so ranks 0 to root pipeline one segment per round trip
+// (a non-commutative op with a root other than 0: slower than the model says).
 class ChainReduce final : public ChunkedReduction {
  public:
   ChainReduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count, const Reducer& r,

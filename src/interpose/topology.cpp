@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "coll/coll.hpp"
 #include "interpose/coll_p2p.hpp"
 #include "interpose/export.hpp"
 #include "runtime/config.hpp"
@@ -135,7 +136,10 @@ Status create_general(MPI_Comm comm_old, int n, const int sources[], const int d
 // it: the one moment its private duplicate for the point-to-point
 // neighborhood collectives can be made collectively (interpose/coll_p2p.hpp).
 Status with_collective_dup(Status created, MPI_Comm* out) {
-  if (created && out && *out != MPI_COMM_NULL) dtmpi::interpose::prepare_p2p_collectives(*out);
+  if (created && out && *out != MPI_COMM_NULL) {
+    dtmpi::interpose::prepare_p2p_collectives(*out);
+    dtmpi::coll::prepare(*out);  // dtmpi's collective state, as for MPI_Comm_dup (interpose/comm_create.cpp)
+  }
   return created;
 }
 

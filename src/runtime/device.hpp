@@ -16,8 +16,8 @@ int current_device();
 
 // Whether this process holds `device`'s primary context (the CUDA runtime
 // made it: cudaSetDevice, an allocation, a launch). True also where the
-// driver cannot tell. A caller that touches a device only briefly (a
-// measurement) resets it afterwards if it was not active before.
+// driver cannot tell. Tests check with it that a brief measurement
+// (runtime/peer_bandwidth.hpp) left no context on a GPU it did not use.
 bool primary_context_active(int device);
 
 // Pool counters (allocations from CUDA, reuses, bytes held) as one line.

@@ -74,17 +74,22 @@ Status measure(const DriverCalls& d, std::vector<Side>& sides, std::vector<doubl
             else if (e != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) DTMPI_CU_CHECK(e);
           }
         }
-        double best = 0;
-        for (int k = 0; k <= kTimed; ++k) {
-          const auto t0 = std::chrono::steady_clock::now();
-          DTMPI_CU_CHECK(d.memcpy_peer_async(to.buf + kBytes, to.ctx, from.buf, from.ctx, kBytes, from.stream));
-          DTMPI_CU_CHECK(d.stream_synchronize(from.stream));
-          const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (k > 0) best = std::max(best, static_cast<double>(kBytes) / sec / 1e9);
-        }
-        gbps[i * n + j] = best;
+        auto timed = [&]() -> Status {
+          double best = 0;
+          for (int k = 0; k <= kTimed; ++k) {
+            const auto t0 = std::chrono::steady_clock::now();
+            DTMPI_CU_CHECK(d.memcpy_peer_async(to.buf + kBytes, to.ctx, from.buf, from.ctx, kBytes, from.stream));
+            DTMPI_CU_CHECK(d.stream_synchronize(from.stream));
+            const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (k > 0) best = std::max(best, static_cast<double>(kBytes) / sec / 1e9);
+          }
+          gbps[i * n + j] = best;
+          return ok_status();
+        };
+        const Status copied = timed();
+        // peer access goes back as it was, also after a failed copy
         if (enabled) DTMPI_CU_CHECK(d.ctx_disable_peer_access(to.ctx));
-        return ok_status();
+        return copied;
       }));
     }
   return ok_status();

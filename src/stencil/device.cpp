@@ -216,7 +216,9 @@ Status record_unpack(DomainImpl& d) {
 Status enable_peer_access(const std::vector<int>& devices) {
   // the pairs enabled so far by this process's domains: a second domain on
   // the same GPUs does not ask again (the driver's "already enabled" answer
-  // is an error that tools like compute-sanitizer report)
+  // is an error that tools like compute-sanitizer report). A program that
+  // resets a device (cudaDeviceReset) between domains loses the access: not
+  // supported (documented in docs/stencil.md)
   static std::mutex mu;
   static std::set<std::pair<int, int>> enabled;
   std::lock_guard lock(mu);

@@ -191,6 +191,60 @@ TEST(Coll, NonBlockingInFlight) {
   }
 }
 
+// Communicators fresh from each constructor (dup, dup_with_info, split,
+// split_type, create, create_group, cart_create): their first collective a
+// non-blocking one. dtmpi makes a communicator's collective state inside the
+// call that creates it (src/interpose/comm_create.cpp), so where DTMPI_COLL
+// names dtmpi's Allreduce the first MPI_Iallreduce is already dtmpi's (before,
+// non-blocking calls stayed the system MPI's until a blocking one made the
+// state); results equal the system MPI's either way.
+TEST(Coll, NonBlockingFirstOnFreshCommunicators) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const char* v = std::getenv("DTMPI_COLL");
+  const std::string setting = v ? v : "";
+  // (emulated nodes, DTMPI_RANKS_PER_NODE: a communicator across them is
+  // served hierarchically, blocking calls only)
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  const bool names_allreduce = setting.find("allreduce:") != std::string::npos &&
+                               setting.find("allreduce:system") == std::string::npos && !(rpn && *rpn);
+  MPI_Group world_group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  for (int kind = 0; kind < 7; ++kind) {
+    MPI_Comm c = MPI_COMM_NULL;
+    switch (kind) {
+      case 0: MPI_Comm_dup(MPI_COMM_WORLD, &c); break;
+      case 1: MPI_Comm_dup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &c); break;
+      case 2: MPI_Comm_split(MPI_COMM_WORLD, me % 2, n - me, &c); break;
+      case 3: MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &c); break;
+      case 4: MPI_Comm_create(MPI_COMM_WORLD, world_group, &c); break;
+      case 5: MPI_Comm_create_group(MPI_COMM_WORLD, world_group, 7, &c); break;
+      default: {
+        const int dims[1] = {n}, periods[1] = {1};
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &c);
+      }
+    }
+    ASSERT_NE(c, MPI_COMM_NULL) << "constructor " << kind;
+    const long long before = served_by_dtmpi();
+    std::vector<double> a(300), ref(300);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = ref[i] = me * 1000.0 + static_cast<double>(i);
+    MPI_Request r;
+    ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, a.data(), 300, MPI_DOUBLE, MPI_MAX, c, &r), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    const long long after = served_by_dtmpi();
+    PMPI_Allreduce(MPI_IN_PLACE, ref.data(), 300, MPI_DOUBLE, MPI_MAX, c);
+    EXPECT_EQ(a, ref) << "constructor " << kind;
+    if (names_allreduce && before >= 0) {
+      EXPECT_GT(after, before) << "constructor " << kind << ": the first non-blocking Allreduce was the system MPI's";
+    } else if (setting.empty() || setting == "system") {
+      EXPECT_EQ(after, before) << "constructor " << kind;
+    }
+    MPI_Comm_free(&c);
+  }
+  MPI_Group_free(&world_group);
+}
+
 // Blocking and non-blocking collectives interleaved differently on each rank,
 // the order within each kind the same everywhere. Erroneous by the letter of
 // MPI (one order per communicator), but Open MPI matches the two kinds
