@@ -26,6 +26,7 @@
 #include "transport/stash.hpp"
 #include "runtime/device.hpp"
 #include "runtime/host_ranges.hpp"
+#include "runtime/mapped_host.hpp"
 #include "runtime/pointer_kind.hpp"
 #include "timing.hpp"
 
@@ -199,7 +200,7 @@ int bench_latency(int argc, char** argv) {
   rows.push_back({"stack buffer", stack_buf, MPI_BYTE, false, {}, {}});
   if (gpu) {
     rows.push_back({"heap buffer (malloc 8 B)", heap_buf, MPI_BYTE, false, {}, {}});
-    rows.push_back({"mmap'd page (driver asked)", page, MPI_BYTE, false, {}, {}});
+    rows.push_back({"mmap'd page (learned mapping)", page, MPI_BYTE, false, {}, {}});
     rows.push_back({"MPI_Alloc_mem (host ranges)", alloc_mem, MPI_BYTE, false, {}, {}});
     if (dtmpi_buffer_keyval() != MPI_KEYVAL_INVALID) {
       MPI_Type_dup(MPI_BYTE, &host_bytes);
@@ -224,6 +225,12 @@ int bench_latency(int argc, char** argv) {
   const uint64_t q0 = runtime::driver_pointer_queries();
   pingpong(me, iters, stack_buf, MPI_BYTE, MPI_Send, MPI_Recv);
   const uint64_t stack_queries = runtime::driver_pointer_queries() - q0;
+  // and by the mmap'd page's (learned from /proc/self/maps where the mapping
+  // watch runs: runtime/mapped_host.hpp)
+  const uint64_t q1 = runtime::driver_pointer_queries();
+  if (gpu) pingpong(me, iters, page, MPI_BYTE, MPI_Send, MPI_Recv);
+  const uint64_t page_queries = runtime::driver_pointer_queries() - q1;
+  const runtime::MappingWatch watch = runtime::mapping_watch();
   const CallCosts costs = call_costs(me);
   const std::vector<Piece> pieces = decision_pieces(stack_buf);
   if (me == 0) {
@@ -240,6 +247,14 @@ int bench_latency(int argc, char** argv) {
     }
     std::printf("driver pointer queries: %llu in %d dtmpi ping-pong iterations on the stack buffer\n",
                 static_cast<unsigned long long>(stack_queries), iters);
+    if (gpu) {
+      std::printf("mapping watch: %s", watch.on ? "on" : ("off: " + watch.why_off).c_str());
+      if (watch.on)
+        std::printf(" (%d rings, %d events, %d mappings trusted, %llu reads of /proc/self/maps)", watch.rings,
+                    watch.events, watch.learned, static_cast<unsigned long long>(watch.learns));
+      std::printf("\ndriver pointer queries: %llu in %d dtmpi ping-pong iterations on the mmap'd page\n",
+                  static_cast<unsigned long long>(page_queries), iters);
+    }
     std::printf("\ndtmpi's decision in front of the system MPI, stack buffer, no MPI call (rank 0, ns per call)\n");
     for (const Piece& piece : pieces) std::printf("%-44s %10.1f ns\n", piece.name, piece.ns);
     std::printf("\nsystem MPI cost per call (rank 0, medians of %d rounds)\n", kCostRounds);

@@ -12,6 +12,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/device.hpp"
+#include "runtime/mapped_host.hpp"
 #include "runtime/system_info.hpp"
 #include "type/ir.hpp"
 #include "type/translate.hpp"
@@ -67,6 +68,20 @@ static void print_system() {
                   ? "blocking Alltoallv/w, neighborhood all-to-all and allgather point to point through dtmpi (GPU to GPU); "
                     "other forms staged through host memory with batched packing"
                   : "staged (batched packing) only where a side needs it; everything else to the system MPI");
+  if (gpu_here) {
+    // what MPI_Init does (runtime::before_mpi_init), tried here
+    std::string maps;
+    if (c.host_maps == "off") {
+      maps = "asked of the driver on each call (DTMPI_HOST_MAPS=off)";
+    } else if (rt::start_mapping_watch()) {
+      const rt::MappingWatch w = rt::mapping_watch();
+      maps = "proven host by the kernel's mapping records (" + std::to_string(w.rings) + " per-CPU rings, " +
+             std::to_string(w.events) + " perf events)";
+    } else {
+      maps = "asked of the driver on each call: " + rt::mapping_watch().why_off;
+    }
+    std::printf("  mmap'd host    : %s\n", maps.c_str());
+  }
   std::printf("  GPU ordering   : %s\n", c.gpu_order_legacy
                                              ? "waits for the legacy default stream (safe after a pageable cudaMemcpy)"
                                              : "dtmpi's own streams only (DTMPI_GPU_ORDER=stream)");

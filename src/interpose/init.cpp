@@ -37,6 +37,7 @@ void initialized() {
 }  // namespace
 
 DTMPI_EXPORT int MPI_Init(int* argc, char*** argv) {
+  if (dtmpi::runtime::active()) dtmpi::runtime::before_mpi_init();
   dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Init)(argc, argv));
   if (s && dtmpi::runtime::active()) initialized();
   return dtmpi::interpose::result(s);
@@ -45,6 +46,7 @@ DTMPI_EXPORT int MPI_Init(int* argc, char*** argv) {
 DTMPI_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   // Everything dtmpi keeps (plan cache, counters) is thread-safe, so any level
   // the system MPI grants is passed on unchanged.
+  if (dtmpi::runtime::active()) dtmpi::runtime::before_mpi_init();
   dtmpi::Status s = DTMPI_MPI_FORWARD(REAL(MPI_Init_thread)(argc, argv, required, provided));
   if (s && dtmpi::runtime::active()) initialized();
   return dtmpi::interpose::result(s);

@@ -31,6 +31,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_CACHE_DIR", "$XDG_CACHE_HOME/dtmpi", "where dtmpi-measure writes and MPI_Init reads the performance model"},
     {"DTMPI_STATS", "0", "1: each rank prints dtmpi's counters and the memory of its structures at MPI_Finalize"},
     {"DTMPI_CUDA", "auto", "auto: use GPUs when the CUDA driver and a device are present; off: never"},
+    {"DTMPI_HOST_MAPS", "auto",
+     "auto: with an NVIDIA driver present, MPI_Init starts watching the process's new mappings (perf events) so "
+     "that mmap'd host buffers are proven host without a driver query; off: such buffers are asked of the driver"},
     {"DTMPI_METHOD", "auto",
      "GPU point-to-point method: oneshot, staged, pipelined, device or auto (see docs/point-to-point.md)"},
     {"DTMPI_PIPELINE_CHUNK", "2097152", "bytes per chunk of the pipelined method"},
@@ -246,6 +249,7 @@ Config read_environment() {
   c.log = choice("DTMPI_LOG", "warn", {"error", "warn", "info", "debug", "decisions"}, {{"warning", "warn"}});
   c.log_decisions = c.log == "decisions";
   c.cuda = choice("DTMPI_CUDA", "auto", {"auto", "off"}, {{"0", "off"}, {"no", "off"}, {"false", "off"}});
+  c.host_maps = choice("DTMPI_HOST_MAPS", "auto", {"auto", "off"}, {{"0", "off"}, {"no", "off"}, {"false", "off"}});
   c.gpu_order_legacy = choice("DTMPI_GPU_ORDER", "legacy", {"legacy", "stream"}) == "legacy";
   c.method = choice("DTMPI_METHOD", "auto", {"auto", "oneshot", "staged", "pipelined", "device"});
   c.pipeline_chunk = number("DTMPI_PIPELINE_CHUNK", int64_t{2} << 20, 4096, kMaxBytes, true);

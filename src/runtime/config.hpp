@@ -17,6 +17,9 @@ struct Config {
   std::string log = "warn";// DTMPI_LOG: error|warn|info|debug|decisions
   bool log_decisions = false;  // DTMPI_LOG=decisions: info level plus each first method decision
   std::string cuda = "auto"; // DTMPI_CUDA: auto|off (use GPUs at run time)
+  // DTMPI_HOST_MAPS: auto|off, whether MPI_Init starts the mapping watch
+  // (runtime/mapped_host.hpp) where an NVIDIA driver is present
+  std::string host_maps = "auto";
   bool gpu_order_legacy = true;   // DTMPI_GPU_ORDER=legacy (default): wait for the legacy default stream
   std::string method = "auto";    // DTMPI_METHOD: auto|oneshot|staged|pipelined|device
   int64_t pipeline_chunk = 2 << 20;      // DTMPI_PIPELINE_CHUNK (measured: bench/results/gpu-pipeline-chunks-*)

@@ -17,20 +17,24 @@
 //     are never unmapped.
 //   * host memory whose whole lifetime dtmpi sees: MPI_Alloc_mem's, from its
 //     return to MPI_Free_mem (add_host_range below).
-// Anything else (mmap'd buffers, other threads' arenas and stacks, shared
-// libraries) is not proven host here; runtime::pointer_info asks the driver.
-// Not by a cache of the driver's "not CUDA memory" answers, nor by the
-// driver's VA reservations: either is only as good as our seeing every unmap
-// (glibc's free of a large block calls its internal munmap, which no
-// interposed munmap sees: tests/runtime/test_unmap_visibility.cpp) or every
-// mapping the driver makes, and after an unseen one the same address can be
-// device memory.
+//   * ordinary private anonymous mappings learned from /proc/self/maps, while
+//     the kernel records no new mapping in the process (mmap'd buffers,
+//     other threads' arenas: runtime/mapped_host.hpp).
+// Anything else (shared libraries, file and device mappings, any mapping
+// while the kernel's records cannot be watched) is not proven host here;
+// runtime::pointer_info asks the driver. Not by a cache of the driver's "not
+// CUDA memory" answers: glibc's free of a large block unmaps through an
+// internal munmap no interposition sees (tests/runtime/test_unmap_visibility.cpp),
+// after which the same address can be device memory -- the kernel's mapping
+// records see the new mapping instead.
 // Host memory page-locked later with cudaHostRegister stays host memory to
 // MPI; that it is pinned is not seen here (pointer_info_exact sees it).
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "runtime/mapped_host.hpp"
 
 namespace dtmpi::runtime {
 
@@ -133,7 +137,7 @@ template <bool kNoCall>
   }
   for (int i = 0; i < r.segments; ++i)
     if (a >= r.seg_lo[i] && a < r.seg_hi[i]) return true;
-  return in_owned(a);
+  return in_owned(a) || mapped_host_detail::in_learned(a);
 }
 }  // namespace host_ranges_detail
 

@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 
@@ -11,6 +13,7 @@
 #include "base/trace.hpp"
 #include "runtime/config.hpp"
 #include "runtime/device.hpp"
+#include "runtime/mapped_host.hpp"
 #include "runtime/stats.hpp"
 #include "type/registry.hpp"
 
@@ -21,6 +24,17 @@ std::atomic<bool> g_initialized{false};  // read by other threads' libraries (dt
 }  // namespace
 
 bool active() { return !config().disable; }
+
+void before_mpi_init() {
+  // Before the system MPI and the CUDA driver start their threads: one perf
+  // event per CPU then covers the process (runtime/mapped_host.hpp). Only
+  // where an NVIDIA driver is present: elsewhere no buffer is ever asked of
+  // a driver, and the events would only cost file descriptors.
+  const Config& c = config();
+  if (c.host_maps == "off" || c.cuda == "off" || access("/dev/nvidiactl", F_OK) != 0) return;
+  if (!start_mapping_watch())
+    DTMPI_LOG(kDebug, "mmap'd host buffers are asked of the driver: %s", mapping_watch().why_off.c_str());
+}
 bool initialized() { return g_initialized.load(std::memory_order_acquire); }
 
 void on_mpi_initialized() {

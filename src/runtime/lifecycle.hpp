@@ -4,6 +4,9 @@
 
 namespace dtmpi::runtime {
 
+// At MPI_Init's entry, before the system MPI's: starts the mapping watch
+// (runtime/mapped_host.hpp) where DTMPI_HOST_MAPS and the machine allow.
+void before_mpi_init();
 void on_mpi_initialized();
 void on_mpi_finalizing();
 // False when DTMPI_DISABLE=1: the interposer then forwards everything.

@@ -16,6 +16,7 @@
 #include "runtime/cuda_device.hpp"
 #include "runtime/device.hpp"
 #include "runtime/host_ranges.hpp"
+#include "runtime/mapped_host.hpp"
 
 namespace dtmpi::runtime {
 namespace {
@@ -71,7 +72,11 @@ PointerInfo pointer_info_slow(const void* p) {
   g_classify.store(on ? 1 : 0, std::memory_order_relaxed);
   if (p == nullptr || !on) return PointerInfo{};
   if (provably_host(p)) return PointerInfo{};
-  return pointer_info_exact(p);
+  const PointerInfo info = pointer_info_exact(p);
+  // host memory the layout did not prove: an ordinary mapping is learned, so
+  // that later calls on it need no query (runtime/mapped_host.hpp)
+  if (info.kind == MemKind::kHost) note_driver_host(p);
+  return info;
 }
 }  // namespace pointer_kind_detail
 

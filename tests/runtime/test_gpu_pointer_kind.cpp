@@ -7,7 +7,9 @@
 // the end of each; thousands of random allocations and frees from several
 // threads; and the buffer-location attribute end to end. Skipped (exit 77)
 // without a GPU. Two ranks (IPC needs another process).
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <sys/mman.h>
@@ -22,6 +24,7 @@
 #include "common/dtmpi_stats.hpp"
 #include "dtmpi/dtmpi.h"
 #include "runtime/host_ranges.hpp"
+#include "runtime/mapped_host.hpp"
 #include "runtime/pointer_kind.hpp"
 
 namespace {
@@ -389,7 +392,9 @@ TEST(PointerKind, BufferAttributeSkipsTheDriver) {
   MPI_Type_dup(MPI_BYTE, &on_host);
   MPI_Type_dup(MPI_BYTE, &plain_dup);
   MPI_Type_set_attr(on_host, dtmpi_buffer_keyval(), DTMPI_BUFFER_HOST);
-  auto* page = static_cast<char*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  // a shared page: only the driver can classify it (the mapping watch learns
+  // private mappings only), so the control below must see queries
+  auto* page = static_cast<char*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(page, MAP_FAILED);
   char stack[8] = {};
   const char* key = "driver pointer queries ";
@@ -422,6 +427,112 @@ TEST(PointerKind, BufferAttributeSkipsTheDriver) {
   munmap(page, 4096);
   MPI_Type_free(&on_host);
   MPI_Type_free(&plain_dup);
+}
+
+// mmap'd host memory through the mapping watch (runtime/mapped_host.hpp),
+// started here in this executable's copy of the runtime (after MPI_Init: the
+// MPI's and the driver's threads exist, so each has its own events): learned
+// after a driver answer, then no query; through libdtmpi (its own watch,
+// started at MPI_Init) a ping-pong on such a page asks the driver no more;
+// unmapped and replaced at the very same address by device memory through
+// the driver's virtual-memory API (as PyTorch's expandable segments allocate),
+// it is device memory at once.
+TEST(PointerKind, MmapdHostLearnedThenDeviceAtTheSameAddress) {
+  if (!rt::start_mapping_watch()) GTEST_SKIP() << "mapping watch off: " << rt::mapping_watch().why_off;
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  ASSERT_NE(cuda, nullptr);
+  auto sym = [&](const char* name) {
+    void* f = dlsym(cuda, name);
+    if (!f) ADD_FAILURE() << name << " missing";
+    return f;
+  };
+  using Granularity = CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags);
+  using Reserve = CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
+  using Create = CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
+  using Map = CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+  using SetAccess = CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
+  using Unmap = CUresult (*)(CUdeviceptr, size_t);
+  using Release = CUresult (*)(CUmemGenericAllocationHandle);
+  using AddressFree = CUresult (*)(CUdeviceptr, size_t);
+  auto granularity = reinterpret_cast<Granularity>(sym("cuMemGetAllocationGranularity"));
+  auto reserve = reinterpret_cast<Reserve>(sym("cuMemAddressReserve"));
+  auto create = reinterpret_cast<Create>(sym("cuMemCreate"));
+  auto map = reinterpret_cast<Map>(sym("cuMemMap"));
+  auto set_access = reinterpret_cast<SetAccess>(sym("cuMemSetAccess"));
+  auto unmap = reinterpret_cast<Unmap>(sym("cuMemUnmap"));
+  auto release = reinterpret_cast<Release>(sym("cuMemRelease"));
+  auto address_free = reinterpret_cast<AddressFree>(sym("cuMemAddressFree"));
+  ASSERT_TRUE(granularity && reserve && create && map && set_access && unmap && release && address_free);
+  CUDA_OK(cudaFree(nullptr));  // the primary context current on this thread
+  int dev = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  size_t gran = 0;
+  ASSERT_EQ(granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  const size_t len = 32 * gran;
+  // ordinary host memory aligned to the granularity (the ends trimmed)
+  auto* raw = static_cast<char*>(mmap(nullptr, len + gran, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(raw, MAP_FAILED);
+  char* host = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + gran - 1) / gran * gran);
+  if (host > raw) munmap(raw, static_cast<size_t>(host - raw));
+  if (host + len < raw + len + gran) munmap(host + len, static_cast<size_t>(raw + len + gran - (host + len)));
+  host[0] = host[len - 1] = 1;
+  // learned after driver answers (the first answer reads the maps file)
+  int tries = 0;
+  while (!rt::provably_host(host) && tries++ < 100000) EXPECT_EQ(rt::pointer_info(host).kind, MemKind::kHost);
+  ASSERT_TRUE(rt::provably_host(host)) << "never learned";
+  const uint64_t q0 = rt::driver_pointer_queries();
+  for (size_t i = 0; i < 1000; ++i) EXPECT_EQ(rt::pointer_info(host + (i * 4093) % len).kind, MemKind::kHost);
+  EXPECT_EQ(rt::driver_pointer_queries(), q0) << "a learned mapping still asked the driver";
+  expect_span(host, len, "learned mmap'd host");
+  // through libdtmpi: its watch (MPI_Init's) learns a private page the same way
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  auto* page = static_cast<char*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(page, MAP_FAILED);
+  auto pingpong = [&](int tag) {
+    for (int i = 0; i < 500; ++i) {
+      if (me == 0) {
+        MPI_Send(page, 8, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
+        MPI_Recv(page, 8, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(page, 8, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(page, 8, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+      }
+    }
+  };
+  pingpong(1);  // learns
+  const char* key = "driver pointer queries ";
+  const uint64_t before = dtmpi::testing::stat_value(key);
+  pingpong(2);
+  EXPECT_EQ(dtmpi::testing::stat_value(key), before) << "libdtmpi asked the driver about a learned mmap'd page";
+  munmap(page, 4096);
+  // the same addresses become device memory: unmapped (unseen, as glibc's
+  // free does it), reserved by the driver at that address, backed and mapped
+  ASSERT_EQ(munmap(host, len), 0);
+  CUdeviceptr va = 0;
+  ASSERT_EQ(reserve(&va, len, gran, reinterpret_cast<CUdeviceptr>(host), 0), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle handle{};
+  ASSERT_EQ(create(&handle, len, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(map(va, len, 0, handle, 0), CUDA_SUCCESS);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_EQ(set_access(va, len, &access, 1), CUDA_SUCCESS);
+  std::printf("device memory reserved at the freed host address: %s\n",
+              va == reinterpret_cast<CUdeviceptr>(host) ? "yes" : "no (the driver chose another)");
+  auto* d = reinterpret_cast<char*>(va);
+  EXPECT_FALSE(rt::provably_host(d));
+  EXPECT_EQ(rt::pointer_info(d).kind, MemKind::kDevice);
+  expect_span(d, len, "VMM device memory where learned host memory was");
+  EXPECT_FALSE(rt::provably_host(host));
+  EXPECT_EQ(unmap(va, len), CUDA_SUCCESS);
+  EXPECT_EQ(release(handle), CUDA_SUCCESS);
+  EXPECT_EQ(address_free(va, len), CUDA_SUCCESS);
 }
 
 }  // namespace
