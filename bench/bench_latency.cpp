@@ -148,7 +148,7 @@ double ns_per_call(F f) {
   return r[2];
 }
 
-std::vector<Piece> decision_pieces(char* buf) {
+std::vector<Piece> decision_pieces(char* buf, char* page) {
   volatile int sink = 0;
   std::vector<Piece> p;
   p.push_back({"empty loop", ns_per_call([&] { sink = sink + 1; })});
@@ -157,6 +157,12 @@ std::vector<Piece> decision_pieces(char* buf) {
   p.push_back({"type::find_plan", ns_per_call([&] { sink = sink + (type::find_plan(MPI_BYTE) != nullptr); })});
   p.push_back({"type::size_fast", ns_per_call([&] { sink = sink + static_cast<int>(type::size_fast(MPI_BYTE).value()); })});
   p.push_back({"runtime::provably_host", ns_per_call([&] { sink = sink + runtime::provably_host(buf); })});
+  if (runtime::mapping_watch().on) {
+    p.push_back({"mapped_host generation (sum of the rings' heads)", ns_per_call([&] {
+                   sink = sink + static_cast<int>(runtime::mapped_host_detail::generation_now());
+                 })});
+    p.push_back({"runtime::provably_host, the mmap'd page", ns_per_call([&] { sink = sink + runtime::provably_host(page); })});
+  }
   p.push_back({"runtime::pointer_info", ns_per_call([&] { sink = sink + static_cast<int>(runtime::pointer_info(buf).kind); })});
   p.push_back({"runtime::buffer_info", ns_per_call([&] {
                  sink = sink + static_cast<int>(runtime::buffer_info(buf, MPI_BYTE).kind);
@@ -232,7 +238,7 @@ int bench_latency(int argc, char** argv) {
   const uint64_t page_queries = runtime::driver_pointer_queries() - q1;
   const runtime::MappingWatch watch = runtime::mapping_watch();
   const CallCosts costs = call_costs(me);
-  const std::vector<Piece> pieces = decision_pieces(stack_buf);
+  const std::vector<Piece> pieces = decision_pieces(stack_buf, page);
   if (me == 0) {
     std::printf("8-byte MPI_Send/MPI_Recv ping-pong, one-way latency (median of %d rounds x %d)\n", rounds, iters);
     std::printf("GPU classification: %s; host buffers proven by address ranges: %s\n",

@@ -12,6 +12,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/device.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/mapped_host.hpp"
 #include "runtime/system_info.hpp"
 #include "type/ir.hpp"
@@ -69,17 +70,12 @@ static void print_system() {
                     "other forms staged through host memory with batched packing"
                   : "staged (batched packing) only where a side needs it; everything else to the system MPI");
   if (gpu_here) {
-    // what MPI_Init does (runtime::before_mpi_init), tried here
-    std::string maps;
-    if (c.host_maps == "off") {
-      maps = "asked of the driver on each call (DTMPI_HOST_MAPS=off)";
-    } else if (rt::start_mapping_watch()) {
-      const rt::MappingWatch w = rt::mapping_watch();
-      maps = "proven host by the kernel's mapping records (" + std::to_string(w.rings) + " per-CPU rings, " +
-             std::to_string(w.events) + " perf events)";
-    } else {
-      maps = "asked of the driver on each call: " + rt::mapping_watch().why_off;
-    }
+    // what MPI_Init does (runtime::before_mpi_init, called by main before it)
+    const rt::MappingWatch w = rt::mapping_watch();
+    const std::string maps =
+        w.on ? "proven host by the kernel's mapping records (" + std::to_string(w.rings) + " per-CPU rings, " +
+                   std::to_string(w.events) + " perf events)"
+             : "asked of the driver on each call: " + w.why_off;
     std::printf("  mmap'd host    : %s\n", maps.c_str());
   }
   std::printf("  GPU ordering   : %s\n", c.gpu_order_legacy
@@ -195,6 +191,7 @@ int main(int argc, char** argv) {
     std::printf("LD_PRELOAD=%s\n", lib.c_str());
     return 0;
   }
+  rt::before_mpi_init();  // as dtmpi's MPI_Init does first (the mapping watch)
   MPI_Init(&argc, &argv);
   if (args.has("--explain"))
     explain();

@@ -7,10 +7,13 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -18,6 +21,8 @@
 #include <vector>
 
 namespace dtmpi::runtime {
+
+static_assert(offsetof(perf_event_mmap_page, data_head) == mapped_host_detail::kDataHeadOffset);
 
 namespace mapped_host_detail {
 Rings g_rings;
@@ -31,9 +36,15 @@ using mapped_host_detail::g_rings;
 using mapped_host_detail::kMaxLearned;
 using mapped_host_detail::kMaxRings;
 
-// More events than this (CPUs x threads present at the start) and the watch
-// stays off: each is a file descriptor and a context-switch cost.
-constexpr int kMaxEvents = 1024;
+// More events than this (CPUs x threads present at the start), or than a
+// quarter of the process's file-descriptor limit, and the watch stays off:
+// each is a file descriptor and a context-switch cost.
+constexpr long kMaxEvents = 256;
+long event_budget() {
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) return kMaxEvents;
+  return std::min<long>(kMaxEvents, static_cast<long>(fds.rlim_cur / 4));
+}
 // What one driver pointer query costs (measured 60-150 ns on the H100:
 // bench/results/pointer-classification-*): the unit of the ski-rental rule.
 constexpr int64_t kDriverQueryNs = 100;
@@ -45,7 +56,8 @@ struct WatchState {
   int events = 0;
   std::string why_off = "not started (DTMPI_HOST_MAPS=off, no NVIDIA driver, or before MPI_Init)";
   std::vector<int> fds;
-  std::vector<void*> pages;
+  void* rings = nullptr;  // the reservation the rings are mapped into
+  size_t rings_bytes = 0;
   // the ski-rental rule: learn once the queries since the last read of
   // /proc/self/maps cost as much as that read did
   std::atomic<int64_t> queries_since_learn{0};
@@ -92,9 +104,9 @@ std::set<pid_t> threads_now() {
 }
 
 void close_all(WatchState& s) {
-  for (void* p : s.pages) munmap(p, static_cast<size_t>(2 * page_size()));
+  if (s.rings) munmap(s.rings, s.rings_bytes);
   for (int fd : s.fds) close(fd);
-  s.pages.clear();
+  s.rings = nullptr;
   s.fds.clear();
 }
 
@@ -106,7 +118,16 @@ std::string open_watch(WatchState& s) {
     return std::to_string(cpus) + " CPUs: summing more than " + std::to_string(kMaxRings) +
            " rings would cost what the driver's query does";
   std::vector<int> ring_fd(static_cast<size_t>(cpus), -1);
-  std::vector<const uint64_t*> heads(static_cast<size_t>(cpus), nullptr);
+  // one ring (a header page and one data page) per CPU, side by side in one
+  // reservation: the heads are then one strided loop apart
+  const size_t stride = static_cast<size_t>(2 * page_size());
+  s.rings_bytes = stride * static_cast<size_t>(cpus);
+  s.rings = mmap(nullptr, s.rings_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (s.rings == MAP_FAILED) {
+    s.rings = nullptr;
+    return std::string("reserving the rings' addresses failed (") + std::strerror(errno) + ")";
+  }
+  char* const base = static_cast<char*>(s.rings);
   std::set<pid_t> covered;
   // Threads created while we open are found by the next listing; once a
   // listing finds none new, every thread is covered and every later one is
@@ -116,14 +137,16 @@ std::string open_watch(WatchState& s) {
     for (pid_t t : threads_now())
       if (!covered.count(t)) fresh.insert(t);
     if (fresh.empty()) {
-      for (long c = 0; c < cpus; ++c) g_rings.head[c] = heads[static_cast<size_t>(c)];
+      g_rings.base = base;
+      g_rings.stride = stride;
       g_rings.count.store(static_cast<int>(cpus), std::memory_order_release);
       s.events = static_cast<int>(s.fds.size());
       return "";
     }
     for (pid_t tid : fresh) {
-      if (static_cast<long>(s.fds.size()) + cpus > kMaxEvents)
-        return "more than " + std::to_string(kMaxEvents) + " events (CPUs x threads at the start)";
+      if (static_cast<long>(s.fds.size()) + cpus > event_budget())
+        return "more than " + std::to_string(event_budget()) +
+               " perf events needed (CPUs x threads present when watching began; at most 256, a quarter of RLIMIT_NOFILE)";
       for (long c = 0; c < cpus; ++c) {
         const int fd = open_event(tid, static_cast<int>(c));
         if (fd < 0) {
@@ -135,11 +158,10 @@ std::string open_watch(WatchState& s) {
         auto& ring = ring_fd[static_cast<size_t>(c)];
         if (ring < 0) {
           // read-only: the kernel overwrites old records and data_head keeps growing
-          void* page = mmap(nullptr, static_cast<size_t>(2 * page_size()), PROT_READ, MAP_SHARED, fd, 0);
-          if (page == MAP_FAILED) return std::string("mapping a perf ring failed (") + std::strerror(errno) + ")";
-          s.pages.push_back(page);
+          void* at = base + stride * static_cast<size_t>(c);
+          if (mmap(at, stride, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != at)
+            return std::string("mapping a perf ring failed (") + std::strerror(errno) + ")";
           ring = fd;
-          heads[static_cast<size_t>(c)] = reinterpret_cast<const uint64_t*>(&static_cast<perf_event_mmap_page*>(page)->data_head);
         } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring) != 0) {
           return std::string("sharing a perf ring failed (") + std::strerror(errno) + ")";
         }
