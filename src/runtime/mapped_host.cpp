@@ -22,8 +22,6 @@
 
 namespace dtmpi::runtime {
 
-static_assert(offsetof(perf_event_mmap_page, data_head) == mapped_host_detail::kDataHeadOffset);
-
 namespace mapped_host_detail {
 Rings g_rings;
 Learned g_learned;
@@ -56,8 +54,7 @@ struct WatchState {
   int events = 0;
   std::string why_off = "not started (DTMPI_HOST_MAPS=off, no NVIDIA driver, or before MPI_Init)";
   std::vector<int> fds;
-  void* rings = nullptr;  // the reservation the rings are mapped into
-  size_t rings_bytes = 0;
+  std::vector<void*> rings;  // one mapping per CPU
   // the ski-rental rule: learn once the queries since the last read of
   // /proc/self/maps cost as much as that read did
   std::atomic<int64_t> queries_since_learn{0};
@@ -104,9 +101,9 @@ std::set<pid_t> threads_now() {
 }
 
 void close_all(WatchState& s) {
-  if (s.rings) munmap(s.rings, s.rings_bytes);
+  for (void* ring : s.rings) munmap(ring, static_cast<size_t>(2 * page_size()));
   for (int fd : s.fds) close(fd);
-  s.rings = nullptr;
+  s.rings.clear();
   s.fds.clear();
 }
 
@@ -118,16 +115,7 @@ std::string open_watch(WatchState& s) {
     return std::to_string(cpus) + " CPUs: summing more than " + std::to_string(kMaxRings) +
            " rings would cost what the driver's query does";
   std::vector<int> ring_fd(static_cast<size_t>(cpus), -1);
-  // one ring (a header page and one data page) per CPU, side by side in one
-  // reservation: the heads are then one strided loop apart
-  const size_t stride = static_cast<size_t>(2 * page_size());
-  s.rings_bytes = stride * static_cast<size_t>(cpus);
-  s.rings = mmap(nullptr, s.rings_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (s.rings == MAP_FAILED) {
-    s.rings = nullptr;
-    return std::string("reserving the rings' addresses failed (") + std::strerror(errno) + ")";
-  }
-  char* const base = static_cast<char*>(s.rings);
+  std::vector<const uint64_t*> heads(static_cast<size_t>(cpus), nullptr);
   std::set<pid_t> covered;
   // Threads created while we open are found by the next listing; once a
   // listing finds none new, every thread is covered and every later one is
@@ -137,8 +125,7 @@ std::string open_watch(WatchState& s) {
     for (pid_t t : threads_now())
       if (!covered.count(t)) fresh.insert(t);
     if (fresh.empty()) {
-      g_rings.base = base;
-      g_rings.stride = stride;
+      for (long c = 0; c < cpus; ++c) g_rings.head[c] = heads[static_cast<size_t>(c)];
       g_rings.count.store(static_cast<int>(cpus), std::memory_order_release);
       s.events = static_cast<int>(s.fds.size());
       return "";
@@ -157,11 +144,14 @@ std::string open_watch(WatchState& s) {
         s.fds.push_back(fd);
         auto& ring = ring_fd[static_cast<size_t>(c)];
         if (ring < 0) {
-          // read-only: the kernel overwrites old records and data_head keeps growing
-          void* at = base + stride * static_cast<size_t>(c);
-          if (mmap(at, stride, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != at)
-            return std::string("mapping a perf ring failed (") + std::strerror(errno) + ")";
+          // read-only: the kernel overwrites old records and data_head keeps
+          // growing (a header page and one data page)
+          void* page = mmap(nullptr, static_cast<size_t>(2 * page_size()), PROT_READ, MAP_SHARED, fd, 0);
+          if (page == MAP_FAILED) return std::string("mapping a perf ring failed (") + std::strerror(errno) + ")";
+          s.rings.push_back(page);
           ring = fd;
+          heads[static_cast<size_t>(c)] =
+              reinterpret_cast<const uint64_t*>(&static_cast<perf_event_mmap_page*>(page)->data_head);
         } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring) != 0) {
           return std::string("sharing a perf ring failed (") + std::strerror(errno) + ")";
         }

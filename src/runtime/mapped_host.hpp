@@ -41,14 +41,12 @@ namespace dtmpi::runtime {
 namespace mapped_host_detail {
 constexpr int kMaxRings = 64;    // one per CPU: more CPUs and the sum costs what the driver's query does
 constexpr int kMaxLearned = 16;  // mappings trusted at once (a program's few large buffers)
-// The rings, mapped side by side (ring i at base + i * stride) so that the
-// heads are read with one strided loop and no pointer loads; published once
-// (count set last, with release).
-constexpr size_t kDataHeadOffset = 1024;  // perf_event_mmap_page::data_head (the kernel's ABI)
+// The rings' heads, published once (count set last, with release). Each
+// ring is its own mapping: mapped side by side (8 KiB apart) they were read
+// twice as slowly on the H100 machine's CPU (15 vs 7.4 ns for 16 rings).
 struct Rings {
   std::atomic<int> count{0};
-  const char* base = nullptr;
-  size_t stride = 0;
+  const uint64_t* head[kMaxRings] = {};
 };
 extern Rings g_rings __attribute__((visibility("hidden")));
 // Learned mappings, a seqlock-guarded table (as host_ranges' owned ranges),
@@ -66,10 +64,12 @@ extern Learned g_learned __attribute__((visibility("hidden")));
 [[gnu::always_inline]] inline uint64_t generation_now() {
   const Rings& r = g_rings;
   const int n = r.count.load(std::memory_order_acquire);
-  const char* head = r.base + kDataHeadOffset;
+  // relaxed loads, one fence: a head written before this check (the mapping
+  // happened before it) is seen by coherence; the fence keeps the caller's
+  // later loads after these
   uint64_t sum = 0;
-  for (int i = 0; i < n; ++i, head += r.stride)
-    sum += __atomic_load_n(reinterpret_cast<const uint64_t*>(head), __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; ++i) sum += __atomic_load_n(r.head[i], __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_acquire);
   return sum;
 }
 
