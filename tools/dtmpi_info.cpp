@@ -191,7 +191,11 @@ int main(int argc, char** argv) {
     std::printf("LD_PRELOAD=%s\n", lib.c_str());
     return 0;
   }
-  rt::before_mpi_init();  // as dtmpi's MPI_Init does first (the mapping watch)
+  // as dtmpi's MPI_Init does first (the mapping watch); in a program libdtmpi's
+  // mremap is the process's where dtmpi is preloaded or linked first (as
+  // dtmpirun runs it): this tool reports what the kernel and limits allow
+  rt::set_mremap_seen(true);
+  rt::before_mpi_init();
   MPI_Init(&argc, &argv);
   if (args.has("--explain"))
     explain();

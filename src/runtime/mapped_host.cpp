@@ -256,10 +256,22 @@ bool parse_maps_line(std::string_view line, MapsLine& out) {
   return true;
 }
 
-bool start_mapping_watch() {
+std::atomic<bool> g_mremap_seen{false};
+
+void set_mremap_seen(bool seen) { g_mremap_seen.store(seen, std::memory_order_release); }
+
+void note_unrecorded_mapping_change() { g_rings.unrecorded.fetch_add(1, std::memory_order_acq_rel); }
+
+bool start_mapping_watch(bool require_mremap_seen) {
   WatchState& s = state();
   std::lock_guard lock(s.mu);
   if (s.started) return s.on;
+  if (require_mremap_seen && !g_mremap_seen.load(std::memory_order_acquire)) {
+    // not `started`: a later call that needs no interposer may still start it
+    s.why_off = "dtmpi's mremap is not the process's (dtmpi is not ahead of the C library in symbol lookup), so "
+                "the CUDA driver's mremap calls would go unseen";
+    return false;
+  }
   s.started = true;
   std::string why = open_watch(s);
   if (!why.empty()) {

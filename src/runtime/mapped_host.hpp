@@ -17,10 +17,13 @@
 // is the generation: a mapping learned at generation g is trusted while the
 // sum is still g. Unmaps are not recorded (glibc unmaps unseen:
 // tests/runtime/test_unmap_visibility.cpp) and need not be: an address
-// unmapped and mapped again moves the generation. Not recorded either:
-// mremap (it moves or grows a mapping); the driver does not move its
-// reservations (device pointers must stay put), glibc's realloc moves host
-// blocks only.
+// unmapped and mapped again moves the generation. Not recorded by the
+// kernel: mremap, which moves or grows a mapping -- and the CUDA driver
+// imports it (libcuda 580). dtmpi defines mremap (interpose/memory_maps.cpp)
+// and counts every call after it returns, into the generation; the watch
+// only starts where that mremap is the one the process calls. glibc's
+// realloc remaps its own host blocks internally (unseen, and harmless: host
+// memory stays host).
 //
 // Mappings are learned from /proc/self/maps on the driver-query path
 // (note_driver_host), at most as often as the driver queries saved pay for
@@ -46,6 +49,9 @@ constexpr int kMaxLearned = 16;  // mappings trusted at once (a program's few la
 // twice as slowly on the H100 machine's CPU (15 vs 7.4 ns for 16 rings).
 struct Rings {
   std::atomic<int> count{0};
+  // mapping changes the kernel does not record (mremap), counted by dtmpi's
+  // interposed mremap after each returns: part of the generation
+  std::atomic<uint64_t> unrecorded{0};
   const uint64_t* head[kMaxRings] = {};
 };
 extern Rings g_rings __attribute__((visibility("hidden")));
@@ -67,7 +73,7 @@ extern Learned g_learned __attribute__((visibility("hidden")));
   // relaxed loads, one fence: a head written before this check (the mapping
   // happened before it) is seen by coherence; the fence keeps the caller's
   // later loads after these
-  uint64_t sum = 0;
+  uint64_t sum = r.unrecorded.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i) sum += __atomic_load_n(r.head[i], __ATOMIC_RELAXED);
   std::atomic_thread_fence(std::memory_order_acquire);
   return sum;
@@ -95,8 +101,17 @@ extern Learned g_learned __attribute__((visibility("hidden")));
 }  // namespace mapped_host_detail
 
 // Starts watching the process's new mappings (idempotent; thread-safe).
-// False, with the reason in mapping_watch(), where the kernel refuses.
-bool start_mapping_watch();
+// False, with the reason in mapping_watch(), where the kernel refuses, or
+// where `require_mremap_seen` and dtmpi's mremap is not the one the process
+// calls (the CUDA driver imports mremap, which the kernel does not record:
+// interpose/memory_maps.cpp counts each call; tests of the runtime alone,
+// without the interposer, pass false).
+bool start_mapping_watch(bool require_mremap_seen = true);
+// Called by the interposed mremap after the system's returned (the mapping
+// it moved or grew ends every learned mapping's trust), and once at load to
+// say whether it is the process's mremap.
+void note_unrecorded_mapping_change();
+void set_mremap_seen(bool seen);
 struct MappingWatch {
   bool on = false;
   int rings = 0;     // per-CPU rings whose heads make the generation

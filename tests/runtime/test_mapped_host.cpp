@@ -3,7 +3,8 @@
 // mappings are never ordinary host memory); a learned mapping is trusted
 // only until the process makes any new mapping -- by this thread, by a
 // thread that existed before the watch began, by a thread created after it
-// and by that thread's own children; an address whose mapping was replaced
+// and by that thread's own children, or an mremap (counted by the
+// interposer); an address whose mapping was replaced
 // by a reservation (the driver's look) is never called host; the ski-rental
 // rule reads /proc/self/maps only as often as the queries pay for; random
 // mappings, replacements and checks from several threads.
@@ -180,6 +181,18 @@ TEST(MappedHost, AReplacedMappingIsNeverHost) {
   EXPECT_FALSE(provably_host(iso3.page));
 }
 
+// mremap is not recorded by the kernel: the interposed one counts each call
+// (note_unrecorded_mapping_change), which ends the trust like a new mapping.
+TEST(MappedHost, AnUnrecordedChangeEndsTheTrust) {
+  REQUIRE_WATCH();
+  IsolatedPage iso;
+  ASSERT_TRUE(rt::learn_mapping_now(iso.page));
+  rt::note_unrecorded_mapping_change();
+  EXPECT_FALSE(provably_host(iso.page));
+  ASSERT_TRUE(rt::learn_mapping_now(iso.page));
+  EXPECT_TRUE(provably_host(iso.page));
+}
+
 TEST(MappedHost, EveryThreadsMappingsAreSeen) {
   REQUIRE_WATCH();
   IsolatedPage iso;
@@ -302,7 +315,9 @@ TEST(MappedHost, RandomMappingsFromSeveralThreads) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   g_early = new EarlyThread;  // before the watch, as the system MPI's threads may be
-  g_watching = rt::start_mapping_watch();
+  // the runtime alone: no interposed mremap here (test_mremap_interposed
+  // checks libdtmpi's); the count it feeds is tested directly
+  g_watching = rt::start_mapping_watch(false);
   if (!g_watching) std::printf("mapping watch off: %s\n", rt::mapping_watch().why_off.c_str());
   const int rc = RUN_ALL_TESTS();
   delete g_early;

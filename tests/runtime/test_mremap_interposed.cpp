@@ -1,0 +1,56 @@
+// libdtmpi's mremap (interpose/memory_maps.cpp, issue 29): the kernel does
+// not record mremap for the mapping watch, so dtmpi defines it and counts
+// each call. Here, linked before the C library as a program links dtmpi:
+// the process's mremap is libdtmpi's, and it does what the C library's does
+// -- grow in place, move, move to a fixed address (data kept), and fail with
+// the same errno on a bad call.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+
+TEST(Mremap, TheProcessesMremapIsLibdtmpis) {
+  void* global = dlsym(RTLD_DEFAULT, "mremap");
+  ASSERT_NE(global, nullptr);
+  Dl_info info{};
+  ASSERT_NE(dladdr(global, &info), 0);
+  ASSERT_NE(info.dli_fname, nullptr);
+  EXPECT_NE(std::string(info.dli_fname).find("dtmpi"), std::string::npos)
+      << "mremap resolves to " << info.dli_fname << ", not libdtmpi: the driver's mremap calls would go unseen";
+}
+
+TEST(Mremap, BehavesAsTheCLibrarys) {
+  auto* p = static_cast<char*>(mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  std::memset(p, 7, 2 * kPage);
+  // move (and grow)
+  auto* q = static_cast<char*>(mremap(p, 2 * kPage, 8 * kPage, MREMAP_MAYMOVE));
+  ASSERT_NE(q, MAP_FAILED) << std::strerror(errno);
+  EXPECT_EQ(q[0], 7);
+  EXPECT_EQ(q[2 * kPage - 1], 7);
+  q[8 * kPage - 1] = 1;
+  // shrink in place
+  EXPECT_EQ(mremap(q, 8 * kPage, 4 * kPage, 0), static_cast<void*>(q));
+  // move to a fixed address (the variadic fifth argument)
+  auto* target = static_cast<char*>(mmap(nullptr, 4 * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(target, MAP_FAILED);
+  auto* r = static_cast<char*>(mremap(q, 4 * kPage, 4 * kPage, MREMAP_MAYMOVE | MREMAP_FIXED, target));
+  ASSERT_EQ(r, target) << std::strerror(errno);
+  EXPECT_EQ(r[kPage], 7);
+  // a bad call: the C library's errno
+  errno = 0;
+  EXPECT_EQ(mremap(r, 4 * kPage, 0, 0), MAP_FAILED);
+  EXPECT_EQ(errno, EINVAL);
+  munmap(r, 4 * kPage);
+}
+
+}  // namespace
