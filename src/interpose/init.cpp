@@ -32,6 +32,11 @@ void initialized() {
   if (auto set_up = dtmpi::transport::init_peers(); !set_up)
     DTMPI_LOG(kError, "setting up dtmpi's private communicator failed (%s, code %d): GPU transfers use one message",
               set_up.error().what.c_str(), set_up.error().code);
+  // MPI_COMM_WORLD's collective state while every rank is here, as the
+  // communicator constructors do for theirs (interpose/comm_create.cpp): a
+  // program whose first collective is non-blocking gets dtmpi's algorithms
+  // from that one on (only where DTMPI_COLL names them)
+  dtmpi::coll::prepare(MPI_COMM_WORLD);
 }
 
 }  // namespace

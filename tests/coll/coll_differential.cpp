@@ -245,6 +245,36 @@ TEST(Coll, NonBlockingFirstOnFreshCommunicators) {
   MPI_Group_free(&world_group);
 }
 
+// MPI_COMM_WORLD's first collective a non-blocking one (run alone by
+// coll_world_first_nonblocking_np3, so that nothing before it made the
+// state): dtmpi makes WORLD's collective state at MPI_Init, so where
+// DTMPI_COLL names dtmpi's Allreduce the first MPI_Iallreduce on WORLD is
+// already dtmpi's; the results equal the system MPI's either way.
+TEST(Coll, WorldFirstCollectiveNonBlocking) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const char* v = std::getenv("DTMPI_COLL");
+  const std::string setting = v ? v : "";
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  const bool names_allreduce = setting.find("allreduce:") != std::string::npos &&
+                               setting.find("allreduce:system") == std::string::npos && !(rpn && *rpn);
+  const long long before = served_by_dtmpi();
+  std::vector<double> a(500), ref(500);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = ref[i] = me * 10.0 + static_cast<double>(i % 7);
+  MPI_Request r;
+  ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, a.data(), 500, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  const long long after = served_by_dtmpi();
+  PMPI_Allreduce(MPI_IN_PLACE, ref.data(), 500, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(a, ref);
+  if (names_allreduce && before >= 0) {
+    EXPECT_GT(after, before) << "WORLD's first non-blocking Allreduce was the system MPI's";
+  } else if (setting.empty() || setting == "system") {
+    EXPECT_EQ(after, before);
+  }
+}
+
 // Blocking and non-blocking collectives interleaved differently on each rank,
 // the order within each kind the same everywhere. Erroneous by the letter of
 // MPI (one order per communicator), but Open MPI matches the two kinds
