@@ -256,8 +256,9 @@ int bench_latency(int argc, char** argv) {
     if (gpu) {
       std::printf("mapping watch: %s", watch.on ? "on" : ("off: " + watch.why_off).c_str());
       if (watch.on)
-        std::printf(" (%d rings, %d events, %d mappings trusted, %llu reads of /proc/self/maps)", watch.rings,
-                    watch.events, watch.learned, static_cast<unsigned long long>(watch.learns));
+        std::printf(" (%d rings, %d events, %d mappings trusted, %llu reads of /proc/self/maps, %llu mremap calls)",
+                    watch.rings, watch.events, watch.learned, static_cast<unsigned long long>(watch.learns),
+                    static_cast<unsigned long long>(watch.unrecorded));
       std::printf("\ndriver pointer queries: %llu in %d dtmpi ping-pong iterations on the mmap'd page\n",
                   static_cast<unsigned long long>(page_queries), iters);
     }

@@ -295,6 +295,7 @@ MappingWatch mapping_watch() {
   w.learned = g_learned.count.load(std::memory_order_relaxed);
   w.learns = s.learns.load(std::memory_order_relaxed);
   w.last_learn_ns = s.last_learn_ns.load(std::memory_order_relaxed);
+  w.unrecorded = g_rings.unrecorded.load(std::memory_order_relaxed);
   w.why_off = s.why_off;
   return w;
 }

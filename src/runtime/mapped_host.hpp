@@ -119,6 +119,7 @@ struct MappingWatch {
   int learned = 0;   // mappings trusted now
   uint64_t learns = 0;  // reads of /proc/self/maps so far
   int64_t last_learn_ns = 0;  // what the last read cost (the ski-rental rule's price)
+  uint64_t unrecorded = 0;    // mremap calls counted so far
   std::string why_off;  // when !on: not started, or the kernel's refusal
 };
 MappingWatch mapping_watch();
