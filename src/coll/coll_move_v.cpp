@@ -151,6 +151,47 @@ Algorithm choose(CollOpKind kind, const CommState& st, int64_t largest) {
   return largest > 0 ? choice(kind, st.size, largest) : Algorithm::kSystem;
 }
 
+// A served v collective's data: its two sides (packed where needed) and
+// what the operation reads and writes.
+template <class SendSide, class RecvSide>
+struct VParts {
+  SendSide send;
+  RecvSide recv;
+  const char* from = nullptr;
+  char* to = nullptr;
+  VLayout v;
+};
+
+// Gatherv, Scatterv and Alltoallv: served after an agreement on the largest
+// block. The blocking form agrees, chooses, and only then builds its parts
+// (nothing is packed for a call the system MPI takes); the non-blocking form
+// builds them and agrees inside its lane (AgreedV), choosing once the
+// agreement is in. build(pack_rc) makes the parts; make(state, algorithm,
+// from, to, largest, layout) the operation.
+template <class Build, class Make>
+Result<bool> agreed_v(CollOpKind kind, std::shared_ptr<CommState> st, int64_t mine, MPI_Comm comm, MPI_Request* req,
+                      Build build, Make make) {
+  int pack_rc = MPI_SUCCESS;
+  if (req) {
+    auto parts = build(pack_rc);
+    auto op = AgreedV::make(std::move(st), mine,
+                            [kind, make, from = parts.from, to = parts.to, v = std::move(parts.v)](
+                                std::shared_ptr<CommState> s, int64_t largest) mutable {
+                              const Algorithm a = nonblocking_after_agreement(kind, s->size, largest);
+                              return make(std::move(s), a, from, to, largest, std::move(v));
+                            });
+    if (!op) return false;
+    return launch(std::move(op), std::move(parts.send), std::move(parts.recv), pack_rc, comm, req);
+  }
+  auto largest = agree_largest(st, mine);
+  if (!largest) return largest.error();
+  const Algorithm a = choose(kind, *st, largest.value());
+  if (a == Algorithm::kSystem) return false;
+  auto parts = build(pack_rc);
+  auto op = make(std::move(st), a, parts.from, parts.to, largest.value(), std::move(parts.v));
+  return launch(std::move(op), std::move(parts.send), std::move(parts.recv), pack_rc, comm, req);
+}
+
 }  // namespace
 
 Result<bool> allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int* rc, const int* rd,
@@ -187,35 +228,21 @@ Result<bool> gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const in
   if (!state.value()) return false;
   const int n = state.value()->size;
   const int64_t own = in_place ? 0 : bytes_of(sc, st);
-  if (req) {
-    int pack_rc = MPI_SUCCESS;
-    VSide recv = is_root ? vside(rb, n, rc, rd, rt, in_place, comm, pack_rc) : VSide{};
-    Side send = in_place ? Side{} : side(sb, sc, st, true, comm, pack_rc);
-    const char* mine = in_place ? recv.data + recv.blocks.offset[root] : send.data;
-    VLayout v;
-    v.recvs = recv.blocks;
-    v.own = own;
-    auto op = AgreedV::make(state.value(), is_root ? std::max(own, largest_of(n, rc, rt)) : own,
-                            [mine, data = recv.data, v = std::move(v), root](std::shared_ptr<CommState> s, int64_t largest) mutable {
-                              const Algorithm a = nonblocking_after_agreement(CollOpKind::kGatherv, s->size, largest);
-                              return make_gatherv(std::move(s), a, mine, data, largest, std::move(v), root);
-                            });
-    if (!op) return false;
-    return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
-  }
-  auto largest = agree_largest(state.value(), is_root ? std::max(own, largest_of(n, rc, rt)) : own);
-  if (!largest) return largest.error();
-  const Algorithm a = choose(CollOpKind::kGatherv, *state.value(), largest.value());
-  if (a == Algorithm::kSystem) return false;
-  int pack_rc = MPI_SUCCESS;
-  VSide recv = is_root ? vside(rb, n, rc, rd, rt, in_place, comm, pack_rc) : VSide{};
-  Side send = in_place ? Side{} : side(sb, sc, st, true, comm, pack_rc);
-  const char* mine = in_place ? recv.data + recv.blocks.offset[root] : send.data;
-  VLayout v;
-  v.recvs = recv.blocks;
-  v.own = own;
-  auto op = make_gatherv(std::move(state.value()), a, mine, recv.data, largest.value(), std::move(v), root);
-  return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
+  return agreed_v(
+      CollOpKind::kGatherv, std::move(state.value()), is_root ? std::max(own, largest_of(n, rc, rt)) : own, comm, req,
+      [&](int& pack_rc) {
+        VParts<Side, VSide> p;
+        p.recv = is_root ? vside(rb, n, rc, rd, rt, in_place, comm, pack_rc) : VSide{};
+        p.send = in_place ? Side{} : side(sb, sc, st, true, comm, pack_rc);
+        p.from = in_place ? p.recv.data + p.recv.blocks.offset[root] : p.send.data;
+        p.to = p.recv.data;
+        p.v.recvs = p.recv.blocks;
+        p.v.own = own;
+        return p;
+      },
+      [root](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
+        return make_gatherv(std::move(s), a, from, to, largest, std::move(v), root);
+      });
 }
 
 Result<bool> scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, int rc,
@@ -231,34 +258,21 @@ Result<bool> scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype
   if (!state.value()) return false;
   const int n = state.value()->size;
   const int64_t own = in_place ? 0 : bytes_of(rc, rt);
-  if (req) {
-    int pack_rc = MPI_SUCCESS;
-    VSide send = is_root ? vside(sb, n, sc, sd, st, true, comm, pack_rc) : VSide{};
-    Side recv = in_place ? Side{} : side(rb, rc, rt, false, comm, pack_rc);
-    VLayout v;
-    v.sends = send.blocks;
-    v.own = own;
-    auto op = AgreedV::make(state.value(), is_root ? std::max(own, largest_of(n, sc, st)) : own,
-                            [from = send.data, to = recv.data, v = std::move(v), root](std::shared_ptr<CommState> s,
-                                                                                       int64_t largest) mutable {
-                              const Algorithm a = nonblocking_after_agreement(CollOpKind::kScatterv, s->size, largest);
-                              return make_scatterv(std::move(s), a, from, to, largest, std::move(v), root);
-                            });
-    if (!op) return false;
-    return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
-  }
-  auto largest = agree_largest(state.value(), is_root ? std::max(own, largest_of(n, sc, st)) : own);
-  if (!largest) return largest.error();
-  const Algorithm a = choose(CollOpKind::kScatterv, *state.value(), largest.value());
-  if (a == Algorithm::kSystem) return false;
-  int pack_rc = MPI_SUCCESS;
-  VSide send = is_root ? vside(sb, n, sc, sd, st, true, comm, pack_rc) : VSide{};
-  Side recv = in_place ? Side{} : side(rb, rc, rt, false, comm, pack_rc);
-  VLayout v;
-  v.sends = send.blocks;
-  v.own = own;
-  auto op = make_scatterv(std::move(state.value()), a, send.data, recv.data, largest.value(), std::move(v), root);
-  return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
+  return agreed_v(
+      CollOpKind::kScatterv, std::move(state.value()), is_root ? std::max(own, largest_of(n, sc, st)) : own, comm, req,
+      [&](int& pack_rc) {
+        VParts<VSide, Side> p;
+        p.send = is_root ? vside(sb, n, sc, sd, st, true, comm, pack_rc) : VSide{};
+        p.recv = in_place ? Side{} : side(rb, rc, rt, false, comm, pack_rc);
+        p.from = p.send.data;
+        p.to = p.recv.data;
+        p.v.sends = p.send.blocks;
+        p.v.own = own;
+        return p;
+      },
+      [root](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
+        return make_scatterv(std::move(s), a, from, to, largest, std::move(v), root);
+      });
 }
 
 Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
@@ -273,35 +287,21 @@ Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   // what this rank sends to or receives from any one peer
   int64_t mine = largest_of(n, rc, rt);
   if (!in_place) mine = std::max(mine, largest_of(n, sc, st));
-  if (req) {
-    int pack_rc = MPI_SUCCESS;
-    VSide recv = vside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
-    VSide send = in_place ? VSide{} : vside(sb, n, sc, sd, st, true, comm, pack_rc);
-    VLayout v;
-    v.recvs = recv.blocks;
-    v.sends = in_place ? recv.blocks : send.blocks;
-    auto op = AgreedV::make(state.value(), mine,
-                            [from = in_place ? recv.data : send.data, to = recv.data, v = std::move(v)](
-                                std::shared_ptr<CommState> s, int64_t largest) mutable {
-                              const Algorithm a = nonblocking_after_agreement(CollOpKind::kAlltoallv, s->size, largest);
-                              return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
-                            });
-    if (!op) return false;
-    return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
-  }
-  auto largest = agree_largest(state.value(), mine);
-  if (!largest) return largest.error();
-  const Algorithm a = choose(CollOpKind::kAlltoallv, *state.value(), largest.value());
-  if (a == Algorithm::kSystem) return false;
-  int pack_rc = MPI_SUCCESS;
-  VSide recv = vside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
-  VSide send = in_place ? VSide{} : vside(sb, n, sc, sd, st, true, comm, pack_rc);
-  VLayout v;
-  v.recvs = recv.blocks;
-  v.sends = in_place ? recv.blocks : send.blocks;
-  auto op = make_alltoallv(std::move(state.value()), a, in_place ? recv.data : send.data, recv.data,
-                           largest.value(), std::move(v));
-  return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
+  return agreed_v(
+      CollOpKind::kAlltoallv, std::move(state.value()), mine, comm, req,
+      [&](int& pack_rc) {
+        VParts<VSide, VSide> p;
+        p.recv = vside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
+        p.send = in_place ? VSide{} : vside(sb, n, sc, sd, st, true, comm, pack_rc);
+        p.from = in_place ? p.recv.data : p.send.data;
+        p.to = p.recv.data;
+        p.v.recvs = p.recv.blocks;
+        p.v.sends = in_place ? p.recv.blocks : p.send.blocks;
+        return p;
+      },
+      [](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
+        return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
+      });
 }
 
 namespace detail {
