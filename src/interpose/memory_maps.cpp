@@ -35,6 +35,12 @@ namespace {
 // the object defining the symbol the default lookup finds is this library.
 __attribute__((constructor)) void check_mremap_is_ours() {
   Dl_info found{}, ours{};
+  // libcuda's reference is versioned (mremap@GLIBC_2.2.5); libdtmpi's
+  // definition is not (no version script), and the dynamic linker binds a
+  // versioned reference to the first unversioned global definition in the
+  // lookup order -- the one dlsym finds. (dlvsym would not say: it asks for
+  // an exact version match.) A version script added to libdtmpi must keep
+  // mremap unversioned.
   void* global = dlsym(RTLD_DEFAULT, "mremap");
   const bool seen = global && dladdr(global, &found) && dladdr(reinterpret_cast<void*>(&check_mremap_is_ours), &ours) &&
                     found.dli_fbase == ours.dli_fbase;

@@ -11,6 +11,7 @@
 
 #include "base/system_mpi.hpp"
 #include "runtime/config.hpp"
+#include "transport/peers.hpp"
 
 namespace dtmpi::transport {
 
@@ -46,11 +47,17 @@ void backoff(int& spins) {
   // pending (an MPI_Issend freed before a barrier, a rendezvous message
   // whose data its receiver still waits for) must move while this rank waits
   // here, or its receiver never reaches the collective this rank waits for
-  // (mpi4py's pkl5 test hung so at 4 ranks). A probe that matches nothing
-  // turns the system MPI's progress engine once.
+  // (mpi4py's pkl5 test hung so at 4 ranks). A probe turns the system MPI's
+  // progress engine once -- on dtmpi's private communicator, whose peers are
+  // the other ranks: MPICH 4.0.2 progresses only the self path for a probe on
+  // MPI_COMM_SELF, so a pending MPI_Issend to a rank waiting in MPI_Recv
+  // never moved there once MPI_COMM_WORLD's collective state was made at
+  // MPI_Init (coll_*_progress_np3). A probe consumes nothing.
   if ((spins & 7) == 0) {
     int flag = 0;
-    REAL(MPI_Iprobe)(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+    const MPI_Comm peers = peers_ready() ? private_comm() : MPI_COMM_NULL;
+    REAL(MPI_Iprobe)(MPI_ANY_SOURCE, MPI_ANY_TAG, peers != MPI_COMM_NULL ? peers : MPI_COMM_SELF, &flag,
+                     MPI_STATUS_IGNORE);
   }
   sched_yield();
 }

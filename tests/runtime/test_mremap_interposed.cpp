@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/dtmpi_stats.hpp"
+
 namespace {
 
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -21,11 +23,29 @@ const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 TEST(Mremap, TheProcessesMremapIsLibdtmpis) {
   void* global = dlsym(RTLD_DEFAULT, "mremap");
   ASSERT_NE(global, nullptr);
-  Dl_info info{};
+  // the object defining the process's MPI_Init (libdtmpi, linked first)
+  Dl_info info{}, dtmpi{};
   ASSERT_NE(dladdr(global, &info), 0);
-  ASSERT_NE(info.dli_fname, nullptr);
-  EXPECT_NE(std::string(info.dli_fname).find("dtmpi"), std::string::npos)
-      << "mremap resolves to " << info.dli_fname << ", not libdtmpi: the driver's mremap calls would go unseen";
+  ASSERT_NE(dladdr(dlsym(RTLD_DEFAULT, "MPI_Init"), &dtmpi), 0);
+  ASSERT_NE(dtmpi.dli_fname, nullptr);
+  ASSERT_NE(std::string(dtmpi.dli_fname).find("dtmpi"), std::string::npos) << "MPI_Init is " << dtmpi.dli_fname;
+  EXPECT_EQ(info.dli_fbase, dtmpi.dli_fbase)
+      << "mremap resolves to " << (info.dli_fname ? info.dli_fname : "?")
+      << ", not libdtmpi: the driver's mremap calls would go unseen";
+}
+
+// Each call is counted (libdtmpi's "mremap calls counted" statistic): the
+// count is what ends the learned mappings' trust.
+TEST(Mremap, EachCallIsCounted) {
+  const uint64_t before = dtmpi::testing::stat_value("mremap calls counted ");
+  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  void* q = mremap(p, kPage, 2 * kPage, MREMAP_MAYMOVE);
+  ASSERT_NE(q, MAP_FAILED);
+  errno = 0;
+  EXPECT_EQ(mremap(q, 2 * kPage, 0, 0), MAP_FAILED);  // a failed call is counted too
+  EXPECT_EQ(dtmpi::testing::stat_value("mremap calls counted "), before + 2);
+  munmap(q, 2 * kPage);
 }
 
 TEST(Mremap, BehavesAsTheCLibrarys) {
