@@ -8,6 +8,7 @@
 #include "rma/progress_op.hpp"
 #include "runtime/host_ranges.hpp"
 #include "runtime/lifecycle.hpp"
+#include "runtime/mapped_host.hpp"
 #include "transport/ipc.hpp"
 #include "base/system_mpi.hpp"
 #include "transport/ledger.hpp"
@@ -15,7 +16,8 @@
 #include "transport/peers.hpp"
 
 namespace dtmpi::interpose {
-void create_buffer_keyval();  // interpose/buffer_attr.cpp
+void create_buffer_keyval();       // interpose/buffer_attr.cpp
+bool mremap_calls_reach_dtmpi();   // interpose/memory_maps.cpp
 }
 
 namespace {
@@ -37,6 +39,14 @@ void initialized() {
   // program whose first collective is non-blocking gets dtmpi's algorithms
   // from that one on (only where DTMPI_COLL names them)
   dtmpi::coll::prepare(MPI_COMM_WORLD);
+  // the system MPI's libraries may have rewritten mremap calls past dtmpi's
+  // (UCX's memory hooks): the mapping watch cannot count them then
+  if (!dtmpi::interpose::mremap_calls_reach_dtmpi()) {
+    dtmpi::runtime::set_mremap_seen(false);
+    dtmpi::runtime::stop_mapping_watch(
+        "mremap calls no longer reach dtmpi's after MPI_Init (UCX's memory hooks rewrite them), so the CUDA "
+        "driver's would go uncounted");
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdarg>
+#include <cstdint>
 
 #include "interpose/export.hpp"
 #include "runtime/mapped_host.hpp"
@@ -29,6 +30,27 @@ DTMPI_EXPORT void* mremap(void* old_address, size_t old_size, size_t new_size, i
   return reinterpret_cast<void*>(r);
 }
 
+namespace dtmpi::interpose {
+
+// Whether a library's call to mremap reaches the definition above: UCX's
+// memory hooks (libucm, in relocation mode) rewrite every loaded object's GOT
+// entry for mremap to their own handler, which calls the C library's -- past
+// this one, uncounted. Called through this library's own GOT entry (patched
+// alike), on a scratch page remapped onto itself; the count must move.
+bool mremap_calls_reach_dtmpi() {
+  void* (*volatile through_got)(void*, size_t, size_t, int, ...) noexcept = &::mremap;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  const uint64_t before = runtime::mremap_count();
+  void* q = through_got(p, page, page, 0);
+  const bool reached = runtime::mremap_count() != before;
+  munmap(q == MAP_FAILED ? p : q, page);
+  return reached;
+}
+
+}  // namespace dtmpi::interpose
+
 namespace {
 
 // Whether the process's mremap (what libcuda's calls bind to) is the one above:
@@ -44,7 +66,7 @@ __attribute__((constructor)) void check_mremap_is_ours() {
   void* global = dlsym(RTLD_DEFAULT, "mremap");
   const bool seen = global && dladdr(global, &found) && dladdr(reinterpret_cast<void*>(&check_mremap_is_ours), &ours) &&
                     found.dli_fbase == ours.dli_fbase;
-  dtmpi::runtime::set_mremap_seen(seen);
+  dtmpi::runtime::set_mremap_seen(seen && dtmpi::interpose::mremap_calls_reach_dtmpi());
 }
 
 }  // namespace

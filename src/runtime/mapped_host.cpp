@@ -314,6 +314,21 @@ void set_mremap_seen(bool seen) { g_mremap_seen.store(seen, std::memory_order_re
 
 void note_unrecorded_mapping_change() { g_rings.unrecorded.fetch_add(1, std::memory_order_acq_rel); }
 
+bool mremap_seen() { return g_mremap_seen.load(std::memory_order_acquire); }
+
+uint64_t mremap_count() { return g_rings.unrecorded.load(std::memory_order_acquire); }
+
+void stop_mapping_watch(const char* why) {
+  std::lock_guard learn(learn_mutex());
+  g_rings.count.store(0, std::memory_order_release);
+  change_learned([] { g_learned.count.store(0, std::memory_order_relaxed); });
+  WatchState& s = state();
+  std::lock_guard lock(s.mu);
+  s.started = true;  // never again in this process
+  s.on = false;
+  s.why_off = why;
+}
+
 std::atomic<bool> g_forked_child{false};
 
 // A child of fork() has the rings' addresses but not the rings (the kernel

@@ -112,6 +112,11 @@ bool start_mapping_watch(bool require_mremap_seen = true);
 // say whether it is the process's mremap.
 void note_unrecorded_mapping_change();
 void set_mremap_seen(bool seen);
+bool mremap_seen();
+uint64_t mremap_count();
+// Ends the watch for good (nothing learned is trusted any more), saying why:
+// after MPI_Init, where the system MPI's libraries diverted mremap calls.
+void stop_mapping_watch(const char* why);
 struct MappingWatch {
   bool on = false;
   int rings = 0;     // per-CPU rings whose heads make the generation

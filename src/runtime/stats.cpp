@@ -66,7 +66,7 @@ std::string format_stats() {
                 "staged receives %llu; multi-message sends %llu (%llu in place), chunked sends %llu, batched sends %llu in %llu launches, receives %llu, CUDA IPC reads %llu, CUDA-aware sends %llu, persistent starts %llu; staged collectives %llu, "
                 "point-to-point collectives %llu (pieces to itself %llu); staging buffers lent %llu, returned %llu; "
                 "RMA windows %llu, operations %llu (%llu direct over CUDA IPC, %llu layout to layout), applied as target %llu; "
-                "MPI_Alloc_mem ranges proven host %d; dtmpi's collective algorithms %llu; driver pointer queries %llu; mremap calls counted %llu",
+                "MPI_Alloc_mem ranges proven host %d; dtmpi's collective algorithms %llu; driver pointer queries %llu; mremap calls counted %llu; mremap calls reach dtmpi %s",
                 static_cast<unsigned long long>(plans.planned), static_cast<unsigned long long>(plans.unplanned),
                 v(Counter::kPacks),
                 v(Counter::kUnpacks), v(Counter::kGpuPacks), v(Counter::kGpuPacksQueued), v(Counter::kPackedBytes), v(Counter::kForwarded),
@@ -76,7 +76,7 @@ std::string format_stats() {
                 v(Counter::kRmaWindows), v(Counter::kRmaOps), v(Counter::kRmaDirect), v(Counter::kRmaLayoutKernels), v(Counter::kRmaApplied),
                 host_range_count(), v(Counter::kTunedCollectives),
                 static_cast<unsigned long long>(driver_pointer_queries()),
-                static_cast<unsigned long long>(mapped_host_detail::g_rings.unrecorded.load(std::memory_order_relaxed)));
+                static_cast<unsigned long long>(mremap_count()), mremap_seen() ? "yes" : "no");
   return buf;
 }
 
