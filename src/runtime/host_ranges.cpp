@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 namespace dtmpi::runtime {
 
@@ -113,15 +114,10 @@ std::mutex& owned_writer() {
   return *mu;
 }
 
-// One change of g_owned, under the writer's lock: `seq` odd around it, so
-// that no reader trusts what it read meanwhile (the seqlock's write side).
+// One change of g_owned, under the writer's lock (the seqlock's write side).
 template <class F>
 void change_owned(F&& f) {
-  const uint32_t s = g_owned.seq.load(std::memory_order_relaxed);
-  g_owned.seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  f();
-  g_owned.seq.store(s + 2, std::memory_order_release);
+  seqlock::write(g_owned.seq, std::forward<F>(f));
 }
 
 // Removes slot i (the last slot moves into it), inside change_owned.

@@ -35,6 +35,7 @@
 #include <cstdint>
 
 #include "runtime/mapped_host.hpp"
+#include "runtime/seqlock_ranges.hpp"
 
 namespace dtmpi::runtime {
 
@@ -57,11 +58,8 @@ struct ThreadStack {
 };
 extern __thread ThreadStack t_stack __attribute__((tls_model("initial-exec")));
 // Host ranges whose lifetime dtmpi sees from start to end (add_host_range):
-// a seqlock-guarded table, read with loads only. `count` is the number of
-// slots in use; `seq` is odd while a writer changes the table, so a reader
-// that saw an even `seq` before and the same `seq` after its loads read one
-// consistent table (a (lo, hi) pair torn between two writes could otherwise
-// span memory no entry covers).
+// a seqlock-guarded table (runtime/seqlock_ranges.hpp), read with loads
+// only; `count` is the number of slots in use.
 constexpr int kMaxOwned = 64;
 struct OwnedRanges {
   std::atomic<uint32_t> seq{0};
@@ -75,17 +73,7 @@ extern OwnedRanges g_owned __attribute__((visibility("hidden")));
 [[gnu::always_inline]] inline bool in_owned(uintptr_t a) {
   OwnedRanges& t = g_owned;
   if (t.count.load(std::memory_order_relaxed) == 0) return false;  // the common case: one load
-  const uint32_t before = t.seq.load(std::memory_order_acquire);
-  if (before & 1) return false;
-  const int n = t.count.load(std::memory_order_relaxed);
-  bool hit = false;
-  for (int i = 0; i < n && i < kMaxOwned; ++i)
-    if (a >= t.lo[i].load(std::memory_order_relaxed) && a < t.hi[i].load(std::memory_order_relaxed)) {
-      hit = true;
-      break;
-    }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return hit && t.seq.load(std::memory_order_relaxed) == before;
+  return seqlock::find(t.seq, t.count, t.lo, t.hi, a, [] {});
 }
 bool provably_host_first(const void* p);  // learns what is missing, then answers
 // The stack pointer where this is inlined: every address from it up to the

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace dtmpi::runtime {
@@ -216,11 +217,7 @@ std::string open_watch(WatchState& s) {
 
 template <class F>
 void change_learned(F&& f) {
-  const uint32_t s = g_learned.seq.load(std::memory_order_relaxed);
-  g_learned.seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  f();
-  g_learned.seq.store(s + 2, std::memory_order_release);
+  seqlock::write(g_learned.seq, std::forward<F>(f));
 }
 
 uintptr_t parse_hex(std::string_view& s) {

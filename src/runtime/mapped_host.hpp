@@ -39,6 +39,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/seqlock_ranges.hpp"
+
 namespace dtmpi::runtime {
 
 namespace mapped_host_detail {
@@ -55,8 +57,8 @@ struct Rings {
   const uint64_t* head[kMaxRings] = {};
 };
 extern Rings g_rings __attribute__((visibility("hidden")));
-// Learned mappings, a seqlock-guarded table (as host_ranges' owned ranges),
-// all valid at `generation` only.
+// Learned mappings, a seqlock-guarded table (runtime/seqlock_ranges.hpp,
+// as host_ranges' owned ranges), all valid at `generation` only.
 struct Learned {
   std::atomic<uint32_t> seq{0};
   std::atomic<int> count{0};
@@ -84,18 +86,10 @@ extern Learned g_learned __attribute__((visibility("hidden")));
 [[gnu::always_inline]] inline bool in_learned(uintptr_t a) {
   Learned& t = g_learned;
   if (t.count.load(std::memory_order_relaxed) == 0) return false;  // the common case: one load
-  const uint32_t before = t.seq.load(std::memory_order_acquire);
-  if (before & 1) return false;
-  const int n = t.count.load(std::memory_order_relaxed);
-  bool hit = false;
-  for (int i = 0; i < n && i < kMaxLearned; ++i)
-    if (a >= t.lo[i].load(std::memory_order_relaxed) && a < t.hi[i].load(std::memory_order_relaxed)) {
-      hit = true;
-      break;
-    }
-  const uint64_t learned_at = t.generation.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (!hit || t.seq.load(std::memory_order_relaxed) != before) return false;
+  uint64_t learned_at = 0;
+  if (!seqlock::find(t.seq, t.count, t.lo, t.hi, a,
+                     [&] { learned_at = t.generation.load(std::memory_order_relaxed); }))
+    return false;
   return generation_now() == learned_at;
 }
 }  // namespace mapped_host_detail

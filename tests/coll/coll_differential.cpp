@@ -191,6 +191,23 @@ TEST(Coll, NonBlockingInFlight) {
   }
 }
 
+// Where DTMPI_COLL names dtmpi's Allreduce for non-blocking calls too (not on
+// emulated nodes, DTMPI_RANKS_PER_NODE: a communicator across them is served
+// hierarchically, blocking calls only), and the setting itself.
+struct AllreduceSetting {
+  std::string setting;
+  bool names_allreduce = false;
+};
+AllreduceSetting allreduce_setting() {
+  const char* v = std::getenv("DTMPI_COLL");
+  AllreduceSetting s;
+  s.setting = v ? v : "";
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  s.names_allreduce = s.setting.find("allreduce:") != std::string::npos &&
+                      s.setting.find("allreduce:system") == std::string::npos && !(rpn && *rpn);
+  return s;
+}
+
 // Communicators fresh from each constructor (dup, dup_with_info, split,
 // split_type, create, create_group, cart_create): their first collective a
 // non-blocking one. dtmpi makes a communicator's collective state inside the
@@ -202,13 +219,7 @@ TEST(Coll, NonBlockingFirstOnFreshCommunicators) {
   int me = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const char* v = std::getenv("DTMPI_COLL");
-  const std::string setting = v ? v : "";
-  // (emulated nodes, DTMPI_RANKS_PER_NODE: a communicator across them is
-  // served hierarchically, blocking calls only)
-  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
-  const bool names_allreduce = setting.find("allreduce:") != std::string::npos &&
-                               setting.find("allreduce:system") == std::string::npos && !(rpn && *rpn);
+  const auto [setting, names_allreduce] = allreduce_setting();
   MPI_Group world_group;
   MPI_Comm_group(MPI_COMM_WORLD, &world_group);
   for (int kind = 0; kind < 7; ++kind) {
@@ -254,11 +265,7 @@ TEST(Coll, WorldFirstCollectiveNonBlocking) {
   int me = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const char* v = std::getenv("DTMPI_COLL");
-  const std::string setting = v ? v : "";
-  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
-  const bool names_allreduce = setting.find("allreduce:") != std::string::npos &&
-                               setting.find("allreduce:system") == std::string::npos && !(rpn && *rpn);
+  const auto [setting, names_allreduce] = allreduce_setting();
   const long long before = served_by_dtmpi();
   std::vector<double> a(500), ref(500);
   for (size_t i = 0; i < a.size(); ++i) a[i] = ref[i] = me * 10.0 + static_cast<double>(i % 7);
