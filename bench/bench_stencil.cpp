@@ -1,4 +1,4 @@
-// dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--quantities Q] [--elem B] [--per-rank P] [--gpus G]
+// dtmpi-bench stencil [--gpu] [--extent N] [--radius R] [--axes A] [--quantities Q] [--elem B] [--per-rank P] [--gpus G]
 //                     [--iters K] [--samples S] [--path auto|staged|device] [--graphs on|off|both]
 //                     [--shm on|off|both] [--no-overlap] [--progress P] [--no-placement] [--no-halo]
 //
@@ -45,6 +45,7 @@
 
 #include "dtmpi/stencil.hpp"
 #include "runtime/config.hpp"
+#include "stencil/domain_impl.hpp"
 #include "stencil/partition.hpp"
 #include "topology/placement.hpp"
 #include "timing.hpp"
@@ -63,6 +64,7 @@ struct Options {
   int shm = kBoth;  // host memory: 0 messages, 1 shared memory, kBoth
   int progress = 1;  // overlap rows: planes of interior compute between progress() calls; 0 never
   int extent = 0, radius = 3, quantities = 8, elem = 8, per_rank = 1, iters = 20, samples = 5;
+  std::string axes = "xyz";  // the axes the radius applies to (--axes; the others exchange nothing)
   int gpus = 1;  // GPUs per rank (set_gpus)
   st::PeerPath path = st::PeerPath::kAuto;
   int graphs = -1;  // -1: DTMPI_STENCIL_GRAPHS decides; 0 off, 1 on, kBoth
@@ -206,6 +208,61 @@ double limit(const Options& o, int64_t bytes, std::string& how) {
 #endif
 }
 
+// The reference for a device domain's exchange: the driver's own strided
+// copy of the same boxes (every direction's send box of each subdomain of
+// this rank into the ghost box that direction fills, within the same
+// subdomain: the same shapes, pitches and alignments as the exchange's
+// copies), one cudaMemcpy3DAsync per (direction, quantity) recorded in one
+// CUDA graph. It bounds what the access pattern allows -- rows of `radius`
+// elements at the row pitch fetch whole DRAM bursts for a few bytes each --
+// where the contiguous limit cannot be reached. 0 if a call failed.
+double driver_strided_copy(const Options& o, st::DistributedDomain& d, const st::Radius& r) {
+#ifdef DTMPI_BENCH_GPU
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return 0;
+  bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  for (const st::Subdomain& s : d.subdomains()) {
+    const st::Box a = s.allocated();
+    for (const st::Dim3 dir : st::directions()) {
+      const st::Box from = st::send_box(s.box(), dir, r), to = st::ghost_box(s.box(), dir, r);
+      if (to.empty()) continue;
+      for (int q = 0; q < o.quantities; ++q) {
+        const int64_t e = o.elem;
+        cudaMemcpy3DParms p{};
+        p.srcPtr = make_cudaPitchedPtr(s.current_data(q), static_cast<size_t>(s.pitch(q)),
+                                       static_cast<size_t>(a.size().x * e), static_cast<size_t>(a.size().y));
+        p.dstPtr = p.srcPtr;
+        p.srcPos = make_cudaPos(static_cast<size_t>((from.lo.x - a.lo.x) * e), static_cast<size_t>(from.lo.y - a.lo.y),
+                                static_cast<size_t>(from.lo.z - a.lo.z));
+        p.dstPos = make_cudaPos(static_cast<size_t>((to.lo.x - a.lo.x) * e), static_cast<size_t>(to.lo.y - a.lo.y),
+                                static_cast<size_t>(to.lo.z - a.lo.z));
+        p.extent = make_cudaExtent(static_cast<size_t>(from.size().x * e), static_cast<size_t>(from.size().y),
+                                   static_cast<size_t>(from.size().z));
+        p.kind = cudaMemcpyDeviceToDevice;
+        ok = ok && cudaMemcpy3DAsync(&p, stream) == cudaSuccess;
+      }
+    }
+  }
+  cudaGraph_t graph = nullptr;
+  ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok;
+  cudaGraphExec_t exec = nullptr;
+  ok = ok && cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess;
+  const double t = ok ? slowest_median(o, [&] {
+    ok = ok && cudaGraphLaunch(exec, stream) == cudaSuccess && cudaStreamSynchronize(stream) == cudaSuccess;
+  }) : 0;
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  cudaGetLastError();
+  return ok ? t : 0;
+#else
+  (void)o;
+  (void)d;
+  (void)r;
+  return 0;
+#endif
+}
+
 // The interior compute of the overlap rows: next = a radius-R star of
 // current over interior() of every quantity (read as doubles), `between`
 // after every plane (progress() while an exchange is in flight).
@@ -294,9 +351,13 @@ int run(const Options& o, int me, int size) {
   else if (o.graphs == kBoth) settings = {0, 1};
   std::vector<Row> rows;
   int64_t mine = 0, most = 0;
+  double reference = 0;  // device domains: driver_strided_copy()
   for (int setting : settings) {
     st::DistributedDomain d(MPI_COMM_WORLD, extent);
-    d.set_radius(o.radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
+    st::Radius radius = st::Radius::uniform(0);
+    for (int a = 0; a < 3; ++a)
+      if (o.axes.find("xyz"[a]) != std::string::npos) radius.set(a, o.radius, o.radius);
+    d.set_radius(radius).set_periodic(true, true, true).set_subdomains_per_rank(o.per_rank).set_placement(o.placement);
     if (o.gpu) d.set_memory(st::Memory::kDevice).set_peer_path(o.path).set_gpus(gpus_of(o, me));
     if (o.gpu && setting >= 0) d.set_cuda_graphs(setting == 1);
     if (!o.gpu) d.set_host_shared_memory(setting == 1);
@@ -338,10 +399,12 @@ int run(const Options& o, int me, int size) {
       });
     }
     rows.push_back(row);
+    if (o.gpu && rows.size() == 1) reference = driver_strided_copy(o, d, radius);
     if (me == 0 && rows.size() == 1) {
-      std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d, "
-                  "%d quantities of %d B; %s memory, messages %s\n",
+      std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d "
+                  "along %s, %d quantities of %d B; %s memory, messages %s\n",
                   size, nodes, o.extent, o.per_rank, text(d.grid()).c_str(), text(extent).c_str(), o.radius,
+                  o.axes.c_str(),
                   o.quantities, o.elem, o.gpu ? "device" : "host", st::to_string(x.peer_path));
       std::printf("  %s\n", d.describe().c_str());
       std::printf("  halo bytes per exchange (busiest rank): %lld (rank 0: %lld in %lld message(s), %lld in shared "
@@ -360,6 +423,10 @@ int run(const Options& o, int me, int size) {
                   lim > 0 ? t / lim : 0.0);
     }
     std::printf("  %-44s %12.4f %10.2f\n", ("limit: one " + how).c_str(), 1e3 * lim, lim > 0 ? most / lim / 1e9 : 0.0);
+    if (o.gpu)
+      std::printf("  %-44s %12.4f %10.2f %8.2fx   (the same boxes within each subdomain, 1 graph; 0: failed)\n",
+                  "reference: driver's strided copy (Memcpy3D)", 1e3 * reference,
+                  reference > 0 ? most / reference / 1e9 : 0.0, lim > 0 ? reference / lim : 0.0);
     std::printf("  (%d samples of %d exchanges; one exchange checked: every ghost right)\n", o.samples, o.iters);
     if (rows.front().compute > 0) {
       std::printf("\n  overlap: interior compute = radius-%d star (%d points) over interior() of %d quantities, "
@@ -387,7 +454,7 @@ int run(const Options& o, int me, int size) {
   if (o.gpu) args.push_back("--gpu");
   std::string cmd = "mpiexec -n " + std::to_string(size) + " dtmpi-bench";
   for (const auto& a : args) cmd += " " + a;
-  if (o.halo && o.per_rank == 1 && o.elem == 8) {
+  if (o.halo && o.per_rank == 1 && o.elem == 8 && o.axes == "xyz") {
     if (me == 0) std::printf("\nplain MPI, the same block: %s\n", cmd.c_str());
     std::fflush(stdout);
     std::vector<char*> argv;
@@ -418,6 +485,14 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--no-halo") o.halo = false;
     else if (a == "--extent") ok = num(o.extent);
     else if (a == "--radius") ok = num(o.radius);
+    else if (a == "--axes" && i + 1 < argc) {
+      // a non-empty subset of x, y, z, each once
+      o.axes = argv[++i];
+      ok = !o.axes.empty() && o.axes.size() <= 3 &&
+           std::all_of(o.axes.begin(), o.axes.end(), [&](char c) {
+             return (c == 'x' || c == 'y' || c == 'z') && std::count(o.axes.begin(), o.axes.end(), c) == 1;
+           });
+    }
     else if (a == "--quantities") ok = num(o.quantities);
     else if (a == "--elem") ok = num(o.elem) && (o.elem == 1 || o.elem == 2 || o.elem == 4 || o.elem == 8 || o.elem == 16);
     else if (a == "--per-rank") ok = num(o.per_rank);

@@ -102,6 +102,8 @@ const std::vector<Command> kCommands = {
      {{"--gpu", nullptr, "device memory (needs a CUDA build and a GPU; exits 77 without one)"},
       {"--extent", "N", "N^3 points per subdomain (default 256 with --gpu, else 32)"},
       {"--radius", "R", "ghost width on every side (default 3)"},
+      {"--axes", "A", "the axes the radius applies to, a subset of xyz (default xyz; x: only the two x faces "
+                      "travel, to time one access pattern; no plain-MPI halo then)"},
       {"--quantities", "Q", "quantities (default 8)"},
       {"--elem", "B", "bytes per element: 1, 2, 4, 8 or 16 (default 8)"},
       {"--per-rank", "P", "subdomains per rank (default 1)"},

@@ -220,7 +220,7 @@ if [ "$what" = stencil ]; then
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
   step "build the stencil tests and heat3d ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
   cmake --build $build -j "$(nproc)" --target dtmpi dtmpi_plain_name test_stencil_partition test_stencil_exchange test_stencil_errors \
-    test_stencil_placement test_stencil_gpu test_stencil_shm test_node_channels heat3d stencil_jacobi dtmpi-bench > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
+    test_stencil_placement test_stencil_pieces test_stencil_gpu test_stencil_shm test_node_channels heat3d stencil_jacobi dtmpi-bench > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
   step "ctest -L stencil (host and device domains, the solver on CPU and GPU)"
   (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
     | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
@@ -237,6 +237,7 @@ if [ "$what" = stencil ]; then
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256 --overlap
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 512 256 256 --per-rank 2
+    timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 512 256 256 --per-rank 2 --overlap
     timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged
     timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged --overlap
     timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device
@@ -245,6 +246,11 @@ if [ "$what" = stencil ]; then
   step "dtmpi-bench stencil --gpu: exchange vs its packed-bytes limit, CUDA graphs off / on, the plain-MPI halo"
   {
     timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --graphs both --no-halo
+    # the access patterns apart: the x faces (rows of 3 doubles at the row
+    # pitch) and the y and z faces (whole rows)
+    for axes in x yz; do
+      timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --graphs on --no-halo --axes $axes
+    done
     timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --path staged --graphs both --no-halo
     timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --path device --graphs both
     timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 64 --path device --graphs both --no-halo

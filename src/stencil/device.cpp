@@ -1,15 +1,17 @@
 // Device-memory domains: every subdomain of the rank on its GPU (the current
 // one, or set_gpus()'s by slot), each quantity a pitched allocation (rows of
-// 512 bytes, as Astaroth's); directions between this rank's subdomains by
-// one kernel each, without a buffer (between two GPUs of the rank: on the
-// source's GPU, writing the other's memory over peer access); messages to
-// other ranks packed by one kernel per direction into one device buffer per
-// peer on the rank's home GPU (its first), then either
+// 512 bytes, as Astaroth's); directions between this rank's subdomains
+// copied without a buffer (between two GPUs of the rank: on the source's
+// GPU, writing the other's memory over peer access); messages to other ranks
+// packed into one device buffer per peer on the rank's home GPU (its first),
+// then either
 //  - the device path (dtmpi in front): that buffer handed to dtmpi's
 //    MPI_Isend, which moves it GPU to GPU (CUDA IPC within a node); or
 //  - the staged path (any other MPI): copied once into pinned host memory and
 //    sent by the system MPI from there (the thesis's staged method), so an
 //    MPI that may not be CUDA-aware never sees a device pointer.
+// Each kind of move (packs, copies, unpacks) is one kernel launch per GPU
+// over all its regions and quantities (piece.hpp).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
@@ -67,63 +69,104 @@ Status sync_all(const DomainImpl& d) {
   return ok_status();
 }
 
-int word_for(int64_t esize, int64_t offset) {
-  for (int w : {8, 4, 2})
-    if (esize % w == 0 && offset % w == 0) return w;
-  return 1;
-}
-
 char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p) {
   const Box a = s.allocated();
   return static_cast<char*>(s.current_data(q)) + ((p.z - a.lo.z) * a.size().y + (p.y - a.lo.y)) * s.pitch(q) +
          (p.x - a.lo.x) * esize;
 }
 
-// Launches the move of region `r` (into `to` for a copy), every quantity's
-// box, up to kMaxQuantities quantities a launch; `packed`: where the
-// region's bytes start in the packed buffer (pack/unpack), quantity after
-// quantity as on the host.
-Status move(DomainImpl& d, OnDevice& on, device::Move how, const Region& r, char* packed, const Region* to) {
+// The pieces (piece.hpp) of region `r`, every quantity, into `out` by the
+// GPU that moves them: the subdomain's own (it reads its memory for a pack
+// or copy, writes it for an unpack; the other side is reached over peer
+// access where that is another GPU). `packed`: where the region's bytes
+// start in the packed buffer (pack/unpack), quantity after quantity as on
+// the host; `to`: the destination region of a copy.
+void add_pieces(const DomainImpl& d, const Region& r, char* packed, const Region* to,
+                std::vector<std::vector<device::Piece>>& out) {
   const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
-  // on the subdomain's own GPU: it reads (pack, copy) or writes (unpack) its
-  // own memory there, the other side over peer access where that is another GPU
-  DTMPI_TRY(on.use(s.device()));
-  void* stream = d.streams[device_index(d, s.device())];
+  std::vector<device::Piece>& gpu = out[device_index(d, s.device())];
   int64_t offset = 0;  // of quantity q's bytes in the packed region
-  for (size_t first = 0; first < d.quantities.size(); first += device::kMaxQuantities) {
-    device::RegionArgs a;
-    for (size_t q = first; q < d.quantities.size() && a.quantities < device::kMaxQuantities; ++q, ++a.quantities) {
-      const int qi = static_cast<int>(q), k = a.quantities;
-      const Box& b = r.boxes[q];
-      const Dim3 n = b.empty() ? Dim3{0, 0, 0} : b.size();
-      a.nx[k] = n.x;
-      a.ny[k] = n.y;
-      a.nz[k] = n.z;
-      a.first[k + 1] = a.first[k] + n.volume();
-      if (b.empty()) continue;  // no thread is this quantity's
-      const int64_t esize = static_cast<int64_t>(d.quantities[q].size);
-      a.mem[k] = point(s, qi, esize, b.lo);
-      a.pitch[k] = s.pitch(qi);
-      a.slice[k] = s.pitch(qi) * s.allocated().size().y;
-      a.esize[k] = esize;
-      if (how == device::Move::kCopy) {
-        const Subdomain& t = d.subs[static_cast<size_t>(to->sub)];
-        a.other[k] = point(t, qi, esize, to->boxes[q].lo);
-        a.other_pitch[k] = t.pitch(qi);
-        a.other_slice[k] = t.pitch(qi) * t.allocated().size().y;
-        a.word[k] = word_for(esize, 0);
-      } else {
-        a.other[k] = packed + offset;
-        a.word[k] = word_for(esize, static_cast<int64_t>(reinterpret_cast<uintptr_t>(packed + offset)));
-      }
-      offset += n.volume() * esize;
+  for (size_t q = 0; q < d.quantities.size(); ++q) {
+    const Box& b = r.boxes[q];
+    if (b.empty()) continue;  // q's stencil does not reach this direction: no bytes
+    const int qi = static_cast<int>(q);
+    const int64_t esize = static_cast<int64_t>(d.quantities[q].size);
+    const Dim3 n = b.size();
+    const device::PieceShape shape{n.x, n.y, n.z, esize};
+    const int64_t slice = s.pitch(qi) * s.allocated().size().y;
+    if (to) {
+      const Subdomain& t = d.subs[static_cast<size_t>(to->sub)];
+      gpu.push_back(device::make_piece(shape, point(s, qi, esize, b.lo), s.pitch(qi), slice,
+                                       point(t, qi, esize, to->boxes[q].lo), t.pitch(qi),
+                                       t.pitch(qi) * t.allocated().size().y));
+    } else {
+      gpu.push_back(device::make_piece(shape, point(s, qi, esize, b.lo), s.pitch(qi), slice, packed + offset, 0, 0));
     }
-    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, a, stream)));
+    offset += n.volume() * esize;
   }
-  return ok_status();
 }
 
 enum GraphKind { kPackGraph = 0, kCopyGraph = 1, kUnpackGraph = 2 };
+
+// The launches of `kind` for the current swap() parity (one per GPU that has
+// pieces), their tables copied to each GPU once -- the pieces' pointers are
+// current()'s, the same every exchange of a parity, as for the graphs below.
+// Before any capture: the copies are not stream work a graph may hold.
+Status build_launches(DomainImpl& d, GraphKind kind) {
+  auto& slot = d.launches[static_cast<size_t>(d.parity * 3 + kind)];
+  if (slot) return ok_status();
+  std::vector<std::vector<device::Piece>> pieces(d.devices.size());
+  if (kind == kCopyGraph) {
+    for (const LocalCopy& c : d.copies) add_pieces(d, c.from, nullptr, &c.to, pieces);
+  } else {
+    for (Peer& p : d.peers) {
+      char* at = static_cast<char*>(kind == kPackGraph ? p.send_device : p.recv_device);
+      for (const Region& r : kind == kPackGraph ? p.send : p.recv) {
+        add_pieces(d, r, at, nullptr, pieces);
+        at += d.region_bytes(r);
+      }
+    }
+  }
+  std::vector<GpuLaunch> launches;
+  OnDevice on;
+  for (size_t g = 0; g < pieces.size(); ++g) {
+    std::erase_if(pieces[g], [](const device::Piece& p) { return p.words == 0; });
+    const device::BlockTable table = device::block_table(pieces[g]);
+    if (table.blocks() == 0) continue;
+    DTMPI_TRY(on.use(d.devices[g]));
+    const auto stream = static_cast<cudaStream_t>(d.streams[g]);
+    // one allocation: the pieces, then starts, then each block's piece
+    const size_t piece_bytes = pieces[g].size() * sizeof(device::Piece);
+    const size_t start_bytes = table.starts.size() * sizeof(uint64_t);
+    const size_t block_bytes = table.piece_of_block.size() * sizeof(uint32_t);
+    GpuLaunch l;
+    l.device = d.devices[g];
+    DTMPI_CUDA_CHECK(cudaMalloc(&l.table, piece_bytes + start_bytes + block_bytes));
+    launches.push_back(l);  // owned by the slot from here (device_release frees it)
+    char* base = static_cast<char*>(l.table);
+    // on the stream that will launch them: ordered before the kernel (pageable
+    // sources are staged before the call returns)
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(base, pieces[g].data(), piece_bytes, cudaMemcpyHostToDevice, stream));
+    DTMPI_CUDA_CHECK(
+        cudaMemcpyAsync(base + piece_bytes, table.starts.data(), start_bytes, cudaMemcpyHostToDevice, stream));
+    DTMPI_CUDA_CHECK(cudaMemcpyAsync(base + piece_bytes + start_bytes, table.piece_of_block.data(), block_bytes,
+                                     cudaMemcpyHostToDevice, stream));
+    launches.back().batch = {reinterpret_cast<const device::Piece*>(base),
+                             reinterpret_cast<const uint64_t*>(base + piece_bytes),
+                             reinterpret_cast<const uint32_t*>(base + piece_bytes + start_bytes), table.blocks()};
+  }
+  slot = std::move(launches);
+  return ok_status();
+}
+
+// Queues the launches of `kind` (built) on each GPU's exchange stream.
+Status launch_moves(DomainImpl& d, OnDevice& on, GraphKind kind, device::Move how) {
+  for (const GpuLaunch& l : *d.launches[static_cast<size_t>(d.parity * 3 + kind)]) {
+    DTMPI_TRY(on.use(l.device));
+    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, l.batch, d.streams[device_index(d, l.device)])));
+  }
+  return ok_status();
+}
 
 // Runs `record` (launches on the exchange's stream) directly, or -- with
 // graphs on -- replays its recording for the current swap() parity,
@@ -180,20 +223,13 @@ Status stage_packed(DomainImpl& d, OnDevice& on, bool to_host) {
 
 Status record_pack(DomainImpl& d) {
   OnDevice on;
-  for (Peer& p : d.peers) {
-    char* out = static_cast<char*>(p.send_device);
-    for (const Region& r : p.send) {
-      DTMPI_TRY(move(d, on, device::Move::kPack, r, out, nullptr));
-      out += d.region_bytes(r);
-    }
-  }
+  DTMPI_TRY(launch_moves(d, on, kPackGraph, device::Move::kPack));
   return stage_packed(d, on, true);
 }
 
 Status record_copy_local(DomainImpl& d) {
   OnDevice on;
-  for (const LocalCopy& c : d.copies) DTMPI_TRY(move(d, on, device::Move::kCopy, c.from, nullptr, &c.to));
-  return ok_status();
+  return launch_moves(d, on, kCopyGraph, device::Move::kCopy);
 }
 
 Status record_unpack(DomainImpl& d) {
@@ -201,14 +237,7 @@ Status record_unpack(DomainImpl& d) {
   // device path: dtmpi's MPI_Waitall returned with the bytes in place
   // (docs/point-to-point.md: a receive completes once the data is there)
   DTMPI_TRY(stage_packed(d, on, false));
-  for (Peer& p : d.peers) {
-    char* in = static_cast<char*>(p.recv_device);
-    for (const Region& r : p.recv) {
-      DTMPI_TRY(move(d, on, device::Move::kUnpack, r, in, nullptr));
-      in += d.region_bytes(r);
-    }
-  }
-  return ok_status();
+  return launch_moves(d, on, kUnpackGraph, device::Move::kUnpack);
 }
 
 // Lets every pair of the rank's GPUs reach each other's memory (the copies
@@ -355,6 +384,11 @@ void device_release(DomainImpl& d) noexcept {
     p.send_device = p.recv_device = nullptr;
     p.send_host = p.recv_host = nullptr;
   }
+  for (auto& slot : d.launches) {
+    if (slot)
+      for (GpuLaunch& l : *slot) cudaFree(l.table);
+    slot.reset();
+  }
   for (void*& g : d.graph_exec) {
     if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
     g = nullptr;
@@ -366,7 +400,10 @@ void device_release(DomainImpl& d) noexcept {
 }
 
 Status device_pack(DomainImpl& d) {
-  if (!d.peers.empty()) DTMPI_TRY(replay(d, kPackGraph, [&] { return record_pack(d); }));
+  if (!d.peers.empty()) {
+    DTMPI_TRY(build_launches(d, kPackGraph));
+    DTMPI_TRY(replay(d, kPackGraph, [&] { return record_pack(d); }));
+  }
   // The bytes must be in place before MPI_Isend reads them: in host memory
   // (staged), or in the device buffer (device path) -- dtmpi orders its GPU
   // work after the legacy default stream only (DTMPI_GPU_ORDER=legacy), and
@@ -378,11 +415,15 @@ Status device_pack(DomainImpl& d) {
 Status device_copy_local(DomainImpl& d) {
   // queued behind the packs; finish_exchange() waits for the streams
   if (d.copies.empty()) return ok_status();
+  DTMPI_TRY(build_launches(d, kCopyGraph));
   return replay(d, kCopyGraph, [&] { return record_copy_local(d); });
 }
 
 Status device_unpack(DomainImpl& d) {
-  if (!d.peers.empty()) DTMPI_TRY(replay(d, kUnpackGraph, [&] { return record_unpack(d); }));
+  if (!d.peers.empty()) {
+    DTMPI_TRY(build_launches(d, kUnpackGraph));
+    DTMPI_TRY(replay(d, kUnpackGraph, [&] { return record_unpack(d); }));
+  }
   return sync_all(d);
 }
 

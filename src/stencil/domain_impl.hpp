@@ -14,6 +14,7 @@
 
 #include "base/result.hpp"
 #include "dtmpi/stencil.hpp"
+#include "stencil/device_kernels.hpp"
 #include "stencil/partition.hpp"
 #include "transport/node_channels.hpp"
 
@@ -76,6 +77,14 @@ struct Peer {
   void* recv_device = nullptr;  // sends / receives on the device path)
 };
 
+// Device domains: one GPU's launch of one kind of move (device.cpp), its
+// table (pieces, block starts, each block's piece) in that GPU's memory.
+struct GpuLaunch {
+  int device = 0;
+  void* table = nullptr;
+  device::DeviceBatch batch;
+};
+
 struct DomainImpl {
   MPI_Comm user_comm = MPI_COMM_NULL;
   MPI_Comm comm = MPI_COMM_NULL;  // duplicate at realize(): the exchange's own messages
@@ -124,6 +133,9 @@ struct DomainImpl {
   bool graphs = false;             // what realize() made of it (device domains only)
   int parity = 0;                  // swap()s, mod 2
   std::array<void*, 6> graph_exec{};
+  // the batched launches, by the same index as graph_exec; built at the first
+  // exchange of each parity (their pointers are current()'s too)
+  std::array<std::optional<std::vector<GpuLaunch>>, 6> launches;
 
   ~DomainImpl();
   int64_t region_bytes(const Region& r) const;  // all quantities

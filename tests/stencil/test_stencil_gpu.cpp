@@ -268,11 +268,11 @@ TEST(StencilGpuSeveral, SubdomainsSpreadOverTheRanksGpus) {
   }
 }
 
-// A region whose planes times quantities exceed a grid's 65535 z-blocks
-// (5500 planes along z x 13 quantities): the kernels' flat grid-stride form
-// (device_kernels.cu) moves it, every ghost still right; the 3D form moves
-// every other test's regions.
-TEST(StencilGpuKernels, TallRegionsTakeTheFlatForm) {
+// Tall regions of many quantities (5500 planes along z x 13 quantities, one
+// of 3-byte points): one launch per kind moves them all (device_kernels.cu:
+// more blocks than an earlier per-region grid could hold, pieces of 16-, 8-
+// and 1-byte words side by side), every ghost right.
+TEST(StencilGpuKernels, TallRegionsOfManyQuantitiesInOneLaunch) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
   int size = 1;
