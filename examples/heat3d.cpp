@@ -141,7 +141,7 @@ void update_device(const st::Subdomain& s, int q, const st::Box& b, const std::v
   a.radius = static_cast<int>(w.size()) - 1;
   for (size_t k = 0; k < w.size(); ++k) a.coef[k] = w[k];
   a.alpha = kAlpha;
-  if (heat::launch_update(a, nullptr) != 0) throw st::StencilError("heat3d: the update kernel failed to launch");
+  if (heat::launch_update(a, heat::compute_stream()) != 0) throw st::StencilError("heat3d: the update kernel failed to launch");
 }
 #endif
 
@@ -241,7 +241,7 @@ int run(const Options& o, int rank, int size) {
     }
 #ifdef HEAT_CUDA
     // the next exchange packs current() on the library's stream: the updates first
-    if (o.gpu && heat::synchronize(nullptr) != 0) throw st::StencilError("heat3d: the update kernel failed");
+    if (o.gpu && heat::synchronize(heat::compute_stream()) != 0) throw st::StencilError("heat3d: the update kernel failed");
 #endif
     d.swap();
     const int step = (i + 1) / o.substeps, every = std::max(1, o.steps / 10);
@@ -325,7 +325,7 @@ int run(const Options& o, int rank, int size) {
       // repeating them without swap() is the same work every time.
       auto settle = [&] {
 #ifdef HEAT_CUDA
-        if (o.gpu && heat::synchronize(nullptr) != 0) throw st::StencilError("heat3d: the update kernel failed");
+        if (o.gpu && heat::synchronize(heat::compute_stream()) != 0) throw st::StencilError("heat3d: the update kernel failed");
 #endif
       };
       auto timed = [&](auto&& body) {

@@ -34,6 +34,17 @@ int launch_update(const UpdateArgs& a, void* stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
+void* compute_stream() {
+  // non-blocking: neither waits for the legacy default stream nor makes it
+  // wait, so an MPI that orders its GPU work after that stream (dtmpi's
+  // DTMPI_GPU_ORDER=legacy) does not wait for these updates either
+  static cudaStream_t stream = [] {
+    cudaStream_t s = nullptr;
+    return cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess ? s : nullptr;
+  }();
+  return stream;
+}
+
 int synchronize(void* stream) { return static_cast<int>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
 
 int select_device(int local_rank) {
