@@ -132,28 +132,26 @@ Status build_launches(DomainImpl& d, GraphKind kind) {
   for (size_t g = 0; g < pieces.size(); ++g) {
     std::erase_if(pieces[g], [](const device::Piece& p) { return p.words == 0; });
     const device::BlockTable table = device::block_table(pieces[g]);
+    if (table.blocks() == 0 && !pieces[g].empty())
+      return Error{MPI_ERR_NO_MEM, "dtmpi::stencil: a region of 2^32 tiles or more cannot be moved"};
     if (table.blocks() == 0) continue;
     DTMPI_TRY(on.use(d.devices[g]));
     const auto stream = static_cast<cudaStream_t>(d.streams[g]);
-    // one allocation: the pieces, then starts, then each block's piece
+    // one allocation: the pieces, then each block's piece and tile
     const size_t piece_bytes = pieces[g].size() * sizeof(device::Piece);
-    const size_t start_bytes = table.starts.size() * sizeof(uint64_t);
-    const size_t block_bytes = table.piece_of_block.size() * sizeof(uint32_t);
+    const size_t block_bytes = table.order.size() * sizeof(device::BlockRef);
     GpuLaunch l;
     l.device = d.devices[g];
-    DTMPI_CUDA_CHECK(cudaMalloc(&l.table, piece_bytes + start_bytes + block_bytes));
+    DTMPI_CUDA_CHECK(cudaMalloc(&l.table, piece_bytes + block_bytes));
     launches.push_back(l);  // owned by the slot from here (device_release frees it)
     char* base = static_cast<char*>(l.table);
     // on the stream that will launch them: ordered before the kernel (pageable
     // sources are staged before the call returns)
     DTMPI_CUDA_CHECK(cudaMemcpyAsync(base, pieces[g].data(), piece_bytes, cudaMemcpyHostToDevice, stream));
     DTMPI_CUDA_CHECK(
-        cudaMemcpyAsync(base + piece_bytes, table.starts.data(), start_bytes, cudaMemcpyHostToDevice, stream));
-    DTMPI_CUDA_CHECK(cudaMemcpyAsync(base + piece_bytes + start_bytes, table.piece_of_block.data(), block_bytes,
-                                     cudaMemcpyHostToDevice, stream));
+        cudaMemcpyAsync(base + piece_bytes, table.order.data(), block_bytes, cudaMemcpyHostToDevice, stream));
     launches.back().batch = {reinterpret_cast<const device::Piece*>(base),
-                             reinterpret_cast<const uint64_t*>(base + piece_bytes),
-                             reinterpret_cast<const uint32_t*>(base + piece_bytes + start_bytes), table.blocks()};
+                             reinterpret_cast<const device::BlockRef*>(base + piece_bytes), table.blocks()};
   }
   slot = std::move(launches);
   return ok_status();

@@ -5,7 +5,7 @@
 namespace dtmpi::stencil::device {
 namespace {
 
-// Block `first + blockIdx.x` moves tile (block - starts[j]) of piece j: up to
+// Block `first + blockIdx.x` moves the tile its BlockRef names: up to
 // kWordsPerThread words a thread, a block's threads side by side, every load
 // issued before the first store so that each thread has several in flight
 // (one 8-byte load a thread left the H100's memory system under-filled).
@@ -31,9 +31,9 @@ __device__ __forceinline__ void move_tile(Move move, const Piece& p, uint64_t ti
 
 __global__ void __launch_bounds__(kThreads) move_pieces(Move move, DeviceBatch b, uint64_t first) {
   const uint64_t block = first + blockIdx.x;
-  const uint32_t j = b.piece_of_block[block];
-  const Piece p = b.pieces[j];
-  const uint64_t tile = block - b.starts[j];
+  const BlockRef ref = b.order[block];
+  const Piece p = b.pieces[ref.piece];
+  const uint64_t tile = ref.tile;
   switch (p.word) {  // the same for the whole block
     case 16: move_tile<uint4>(move, p, tile); break;
     case 8: move_tile<uint64_t>(move, p, tile); break;

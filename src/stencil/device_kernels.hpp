@@ -16,8 +16,7 @@ enum class Move { kPack, kUnpack, kCopy };
 // make_piece and block_table).
 struct DeviceBatch {
   const Piece* pieces = nullptr;
-  const uint64_t* starts = nullptr;
-  const uint32_t* piece_of_block = nullptr;
+  const BlockRef* order = nullptr;  // each block's piece and tile
   uint64_t blocks = 0;
 };
 

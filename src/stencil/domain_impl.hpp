@@ -78,7 +78,7 @@ struct Peer {
 };
 
 // Device domains: one GPU's launch of one kind of move (device.cpp), its
-// table (pieces, block starts, each block's piece) in that GPU's memory.
+// table (pieces, each block's piece and tile) in that GPU's memory.
 struct GpuLaunch {
   int device = 0;
   void* table = nullptr;

@@ -105,13 +105,25 @@ struct PieceShape {
 Piece make_piece(const PieceShape& shape, char* mem, int64_t pitch, int64_t slice, char* other, int64_t other_pitch,
                  int64_t other_slice);
 
-// The launch's block table: pieces[j]'s first block starts[j] (starts has
-// one entry more: the total), and for each block its piece.
+// One block's work: tile `tile` of piece `piece`.
+struct BlockRef {
+  uint32_t piece = 0, tile = 0;
+};
+
+// The launch's blocks in order. Pieces of the same number of words take
+// turns tile by tile (tile 0 of each, then tile 1 of each, ...), so that
+// the blocks resident at one time cover the same rows of every such piece:
+// the two x-face copies between a pair of subdomains read and write the
+// same DRAM bursts (a row's 3 ghost doubles sit in the burst of its 3 first
+// interior ones), and interleaved, the second finds them in L2 instead of
+// fetching them again. Groups of equal size in order of their first piece.
+// Null (no table) where a piece has 2^32 tiles or more (4 TiB: no GPU's).
 struct BlockTable {
-  std::vector<uint64_t> starts;
-  std::vector<uint32_t> piece_of_block;
-  uint64_t blocks() const { return starts.empty() ? 0 : starts.back(); }
+  std::vector<BlockRef> order;
+  uint64_t blocks() const { return order.size(); }
 };
 BlockTable block_table(const std::vector<Piece>& pieces);
+// Tiles of a piece: words / kTileWords, rounded up.
+inline uint64_t tiles_of(const Piece& p) { return (p.words + kTileWords - 1) / kTileWords; }
 
 }  // namespace dtmpi::stencil::device

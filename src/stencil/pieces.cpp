@@ -2,6 +2,7 @@
 // host code, so that the word choice and the table are tested without a GPU.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "stencil/piece.hpp"
@@ -44,16 +45,25 @@ Piece make_piece(const PieceShape& shape, char* mem, int64_t pitch, int64_t slic
 
 BlockTable block_table(const std::vector<Piece>& pieces) {
   BlockTable t;
-  t.starts.reserve(pieces.size() + 1);
+  // groups of pieces with equal words, in order of their first piece
+  std::vector<std::vector<uint32_t>> groups;
+  std::map<uint64_t, size_t> group_of;  // words -> index in groups
   uint64_t blocks = 0;
-  for (const Piece& p : pieces) {
-    t.starts.push_back(blocks);
-    blocks += (p.words + kTileWords - 1) / kTileWords;
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const uint64_t tiles = tiles_of(pieces[j]);
+    if (tiles == 0) continue;
+    if (tiles > UINT32_MAX) return BlockTable{};
+    blocks += tiles;
+    auto [it, fresh] = group_of.emplace(pieces[j].words, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(static_cast<uint32_t>(j));
   }
-  t.starts.push_back(blocks);
-  t.piece_of_block.reserve(blocks);
-  for (size_t j = 0; j < pieces.size(); ++j)
-    t.piece_of_block.insert(t.piece_of_block.end(), t.starts[j + 1] - t.starts[j], static_cast<uint32_t>(j));
+  t.order.reserve(blocks);
+  for (const std::vector<uint32_t>& g : groups) {
+    const uint64_t tiles = tiles_of(pieces[g.front()]);  // the same for the group
+    for (uint64_t tile = 0; tile < tiles; ++tile)
+      for (uint32_t j : g) t.order.push_back({j, static_cast<uint32_t>(tile)});
+  }
   return t;
 }
 

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <utility>
+#include <algorithm>
 #include <vector>
 
 #include "stencil/piece.hpp"
@@ -23,9 +25,8 @@ enum class Way { kPack, kUnpack, kCopy };
 void run_like_the_kernel(Way way, const std::vector<dev::Piece>& pieces) {
   const dev::BlockTable t = dev::block_table(pieces);
   for (uint64_t b = 0; b < t.blocks(); ++b) {
-    const uint32_t j = t.piece_of_block[b];
-    const dev::Piece& p = pieces[j];
-    const uint64_t tile = b - t.starts[j];
+    const dev::Piece& p = pieces[t.order[b].piece];
+    const uint64_t tile = t.order[b].tile;
     for (unsigned thread = 0; thread < dev::kThreads; ++thread)
       for (int k = 0; k < dev::kWordsPerThread; ++k) {
         const uint64_t i = dev::tile_word(tile, k, thread);
@@ -109,12 +110,27 @@ TEST(StencilPieces, BlockTableCoversEveryWordOnce) {
     ASSERT_EQ(p.word, 1u);  // an odd start: byte words
     pieces.push_back(p);
   }
+  // and two more of 1025 words: the three take turns, tile by tile
+  pieces.push_back(pieces[3]);
+  pieces.push_back(pieces[3]);
   const dev::BlockTable t = dev::block_table(pieces);
-  ASSERT_EQ(t.starts.size(), pieces.size() + 1);
-  EXPECT_EQ(t.blocks(), 1u + 1 + 1 + 2 + 5);
-  EXPECT_EQ(t.piece_of_block.size(), t.blocks());
-  for (size_t j = 0; j < pieces.size(); ++j)
-    for (uint64_t b = t.starts[j]; b < t.starts[j + 1]; ++b) EXPECT_EQ(t.piece_of_block[b], j);
+  EXPECT_EQ(t.blocks(), 1u + 1 + 1 + 2 + 5 + 2 + 2);
+  std::vector<std::vector<int>> seen(pieces.size());
+  for (const dev::BlockRef& r : t.order) {
+    ASSERT_LT(r.piece, pieces.size());
+    if (seen[r.piece].size() <= r.tile) seen[r.piece].resize(r.tile + 1, 0);
+    ++seen[r.piece][r.tile];
+  }
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    EXPECT_EQ(seen[j].size(), dev::tiles_of(pieces[j])) << j;
+    for (int n : seen[j]) EXPECT_EQ(n, 1) << j;  // every tile once
+  }
+  // the group of 1025 words (pieces 3, 5, 6) in turns: 3:0 5:0 6:0 3:1 5:1 6:1
+  std::vector<std::pair<uint32_t, uint32_t>> group;
+  for (const dev::BlockRef& r : t.order)
+    if (r.piece == 3 || r.piece == 5 || r.piece == 6) group.push_back({r.piece, r.tile});
+  const std::vector<std::pair<uint32_t, uint32_t>> turns{{3, 0}, {5, 0}, {6, 0}, {3, 1}, {5, 1}, {6, 1}};
+  EXPECT_EQ(group, turns);
 }
 
 // Random regions of random arrays (element sizes 1-16 bytes, odd pitches and
