@@ -93,9 +93,8 @@ class AgreedV final : public CollOp {
       // built on every rank alike whatever this rank's own error (a failed
       // pack still runs the protocol: the peers are in it), the error kept
       if (largest_ > 0) {
-        st_->preset_first = first_;
+        const ReservedRange range(*st_, first_);
         data_ = build_(st_, largest_);
-        st_->preset_first = 0;
         // neither happens where the entries checked the slot and chose an
         // algorithm the operation has; the same on every rank if it did:
         // nothing moved, every rank told

@@ -19,6 +19,7 @@
 namespace dtmpi::coll {
 
 struct Hierarchy;  // coll/hierarchy.hpp
+class ReservedRange;
 
 struct CommState {
   std::unique_ptr<transport::NodeSegment> seg;  // null: not one node (then `hier`, or the system MPI)
@@ -44,22 +45,18 @@ struct CommState {
   // local work buffers of the one operation that runs at a time
   std::vector<char> acc, tmp;
 
-  // Reserves `n` sequence numbers (chunks) for a new operation -- or, inside
-  // a composite operation that reserved a range when it started and builds
-  // its inner operation only later (the non-blocking Gatherv, Scatterv and
-  // Alltoallv, coll_move_v.cpp: their chunks depend on an agreement), hands
-  // out that range (preset_first; the composite checks the count fits).
+  // Reserves `n` sequence numbers (chunks) for a new operation -- or, while
+  // a ReservedRange is in scope, hands out the range it holds (once).
   uint64_t reserve(uint64_t n) {
-    if (preset_first != 0) {
-      const uint64_t first = preset_first;
-      preset_first = 0;
+    if (granted_ != 0) {
+      const uint64_t first = granted_;
+      granted_ = 0;
       return first;
     }
     const uint64_t first = next_seq;
     next_seq += n;
     return first;
   }
-  uint64_t preset_first = 0;
   // Whether this rank's scratch slot of `seq` may be written: every peer
   // finished seq - kScratchSlots, the last one that used it. Re-reads the peers' flags
   // only when the mirror does not prove it (the common case reads nothing).
@@ -69,6 +66,29 @@ struct CommState {
     finished = seq;
     transport::NodeSegment::signal(seg->flags(rank).done, seq);
   }
+
+ private:
+  friend class ReservedRange;
+  uint64_t granted_ = 0;  // ReservedRange's range, until an operation takes it
+};
+
+// A composite operation that reserved a range of sequence numbers when it
+// started and builds its inner operation only later -- the non-blocking
+// Gatherv, Scatterv and Alltoallv (coll_move_v.cpp), whose chunks depend on
+// an agreement made meanwhile, while other collectives may have started --
+// builds it with one of these in scope: the inner operation's constructor
+// (CollOp's reserve()) takes the range starting at `first` instead of new
+// numbers. The composite checks that the inner operation's chunks fit. The
+// grant ends with the scope, taken or not.
+class ReservedRange {
+ public:
+  ReservedRange(CommState& st, uint64_t first) : st_(st) { st_.granted_ = first; }
+  ~ReservedRange() { st_.granted_ = 0; }
+  ReservedRange(const ReservedRange&) = delete;
+  ReservedRange& operator=(const ReservedRange&) = delete;
+
+ private:
+  CommState& st_;
 };
 
 // The state of `comm` (an intracommunicator), blocking lane. With `may_create`
