@@ -50,7 +50,7 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     case CollOpKind::kBcast: return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kChain};
     case CollOpKind::kAllreduce:
       return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
-              Algorithm::kKnomial4, Algorithm::kKnomial8};
+              Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
     case CollOpKind::kReduce:
       return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
     case CollOpKind::kAllgather:
@@ -128,6 +128,14 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       // the K-nomial reduce, then one read of the result (every rank at once)
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8)
         return kary_broadcast(p, n, bytes, radix_of(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
+      if (a == Algorithm::kChain) {
+        // the first segment's n-1 hops to rank 0 and n-1 back around the
+        // ring, then a segment every n/2 hops (reduce_ops.cpp: a chunk ends
+        // at a rank only with both halves; segments of 32 KiB as Reduce's)
+        if (n <= 1) return 0;
+        const double seg = std::min(B, 32768.0), segments = std::ceil(B / std::max(seg, 1.0));
+        return (2.0 * (n - 1) + (segments - 1) * std::max(1.0, n / 2.0)) * (p.L + p.o + p.G * seg);
+      }
       return -1;
     // `bytes` is one rank's block below
     case CollOpKind::kAllgather:

@@ -44,7 +44,8 @@ enum class Algorithm {
   // latency-bound sizes, at k-1 reads per level.
   kKnomial4,
   kKnomial8,
-  kChain,  // bcast: relative rank vr reads vr-1's copy, segment by segment (pipelined)
+  kChain,  // bcast: relative rank vr reads vr-1's copy, segment by segment (pipelined);
+           // reduce, allreduce: the same toward the chain's end (allreduce: then around the ring)
 };
 
 // The radix of a K-nomial algorithm (2 for the binomial ones).

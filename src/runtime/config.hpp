@@ -110,7 +110,7 @@ const Config& config();
 // library object's static constructor, before a vector here is built.)
 inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 system",
                                                   "bcast binomial flat chain system",
-                                                  "allreduce recdbl rsag tree knomial4 knomial8 system",
+                                                  "allreduce recdbl rsag tree knomial4 knomial8 chain system",
                                                   "reduce binomial flat knomial4 knomial8 chain system",
                                                   "allgather ring recdbl flat system",
                                                   "gather binomial flat knomial4 knomial8 system",

@@ -137,6 +137,10 @@ TEST(CollModel, RankingFollowsTheParameters) {
   EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAllgather, 16, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(latency, CollOpKind::kScan, 16, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(latency, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kPairwise);
+  // the chain allreduce's two overlapped pipelines on two ranks beat the
+  // binomial reduce + bcast for large messages
+  EXPECT_LT(predict(bandwidth, CollOpKind::kAllreduce, Algorithm::kChain, 2, 1 << 24),
+            predict(bandwidth, CollOpKind::kAllreduce, Algorithm::kTree, 2, 1 << 24));
   EXPECT_EQ(ranked(bandwidth, CollOpKind::kScatter, 16, 1 << 20).front(), Algorithm::kFlat);
   for (int op = 0; op < static_cast<int>(CollOpKind::kCount); ++op) {
     const auto kind = static_cast<CollOpKind>(op);
