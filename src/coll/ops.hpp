@@ -46,6 +46,7 @@ enum class Algorithm {
   kKnomial8,
   kChain,  // bcast: relative rank vr reads vr-1's copy, segment by segment (pipelined);
            // reduce, allreduce: the same toward the chain's end (allreduce: then around the ring)
+  kBruck,  // alltoall: Bruck's exchange, ceil(log2(n)) rounds of the blocks whose index has bit k set
 };
 
 // The radix of a K-nomial algorithm (2 for the binomial ones).

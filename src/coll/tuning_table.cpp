@@ -29,7 +29,7 @@ constexpr Named kAlgorithms[] = {
     {Algorithm::kTree, "tree"},              {Algorithm::kRing, "ring"},
     {Algorithm::kPairwise, "pairwise"},      {Algorithm::kLinear, "linear"},
     {Algorithm::kKnomial4, "knomial4"},      {Algorithm::kKnomial8, "knomial8"},
-    {Algorithm::kChain, "chain"},
+    {Algorithm::kChain, "chain"},            {Algorithm::kBruck, "bruck"},
 };
 // In CollOpKind's order.
 constexpr const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",
