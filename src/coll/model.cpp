@@ -62,7 +62,8 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
       return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv: return {Algorithm::kFlat};
-    case CollOpKind::kAlltoall: return {Algorithm::kPairwise, Algorithm::kFlat, Algorithm::kBruck};
+    case CollOpKind::kAlltoall:
+      return {Algorithm::kPairwise, Algorithm::kFlat, Algorithm::kBruck, Algorithm::kBruck4};
     case CollOpKind::kAlltoallv: return {Algorithm::kPairwise, Algorithm::kFlat};
     case CollOpKind::kReduceScatterBlock:
     case CollOpKind::kReduceScatter: return {Algorithm::kFlat};
@@ -84,7 +85,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv:
     case CollOpKind::kAlltoallv: {
-      if (a == Algorithm::kBruck) return -1;  // Alltoall's only
+      if (a == Algorithm::kBruck || a == Algorithm::kBruck4) return -1;  // Alltoall's only
       const CollOpKind uniform = op == CollOpKind::kGatherv    ? CollOpKind::kGather
                                  : op == CollOpKind::kScatterv ? CollOpKind::kScatter
                                                                : CollOpKind::kAlltoall;
@@ -160,12 +161,18 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       const double common = n * p.G * B + p.L + p.o + (n - 1) * (p.g + p.G * B);
       if (a == Algorithm::kPairwise) return common;
       if (a == Algorithm::kFlat) return common + (n - 1) * p.g;
-      if (a == Algorithm::kBruck) {
-        // the n-1 rotated blocks into the slot, then per round one wait and
-        // a copy of the round's blocks (about n/2): fewer waits than
-        // pairwise, more bytes -- the small blocks' algorithm
+      if (a == Algorithm::kBruck || a == Algorithm::kBruck4) {
+        // the n-1 rotated blocks into the slot, then per level one wait, a
+        // flag per round (k-1 sources) and a copy of the round's blocks
+        // (radix 2: about n/2): fewer waits than pairwise, more bytes -- the
+        // small blocks' algorithms
         double t = (n - 1) * p.G * B;
-        for (const BruckRound& r : bruck_rounds(n, 2)) t += p.L + p.o + p.g + r.pieces * p.G * B;
+        int level = -1;
+        for (const BruckRound& r : bruck_rounds(n, radix_of(a))) {
+          if (r.level != level) t += p.L + p.o;
+          level = r.level;
+          t += p.g + r.pieces * p.G * B;
+        }
         return t;
       }
       return -1;

@@ -122,13 +122,16 @@ class Alltoall final : public ChunkedMove {
 // round t moves the indices whose digit of `place` is `digit` on by `shift`
 // ranks, so after one move per non-zero digit index i lies at rank p + i:
 // rank q ends with the block of rank q - i at index i (the inverse rotation:
-// each goes straight into its receive block). In the segment a round is a pull: rank q
-// reads round t's pieces from rank q - shift once its flag says phase t.
-// Every piece is written once per chunk, when its holder gets it: a send
-// block at the start into its index's first round, a block received in round
-// t into its index's next round (published with phase t + 1) or, after its
-// last move, into the receive buffer. In place the send blocks are all in
-// the slot before the receive buffer is written.
+// each goes straight into its receive block). In the segment a round is a
+// pull: rank q reads round t's pieces from rank q - shift once its flag says
+// the round's level (its digit place: the k-1 rounds of a place read
+// different ranks, none waits for another, so radix k takes ceil(log_k(n))
+// waits for k-1 flags each). Every piece is written once per chunk, when its
+// holder gets it: a send block at the start into its index's first round, a
+// block received at level d into its index's next round (published with
+// phase d + 1, after the level's last round) or, after its last move, into
+// the receive buffer. In place the send blocks are all in the slot before
+// the receive buffer is written.
 class BruckAlltoall final : public ChunkedMove {
  public:
   BruckAlltoall(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, int k,
@@ -149,7 +152,7 @@ class BruckAlltoall final : public ChunkedMove {
     for (; index_ < rounds; ++index_) {
       const BruckRound& r = rounds_[index_];
       const int from = (me() - r.shift + n()) % n();
-      if (!ready(from, static_cast<unsigned>(index_))) return false;
+      if (!ready(from, static_cast<unsigned>(r.level))) return false;
       // the indices whose digit is r.digit: runs of r.place every k places
       for (int64_t run = r.shift; run < n(); run += int64_t{r.place} * k_)
         for (int i = static_cast<int>(run); i < std::min<int64_t>(run + r.place, n()); ++i) {
@@ -160,7 +163,7 @@ class BruckAlltoall final : public ChunkedMove {
           else
             Seg::get(rblock((me() - i + n()) % n()), got, len());
         }
-      if (index_ + 1 < rounds) publish(static_cast<unsigned>(index_ + 1));
+      if (index_ + 1 < rounds && rounds_[index_ + 1].level != r.level) publish(static_cast<unsigned>(r.level + 1));
     }
     return true;
   }
@@ -208,10 +211,10 @@ std::unique_ptr<CollOp> make_alltoallv(std::shared_ptr<CommState> st, Algorithm 
 
 std::unique_ptr<CollOp> make_alltoall(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                       int64_t block) {
-  if (block > 0 && a == Algorithm::kBruck) {
-    constexpr int k = 2;
+  if (block > 0 && (a == Algorithm::kBruck || a == Algorithm::kBruck4)) {
+    const int k = radix_of(a);
     auto rounds = bruck_rounds(st->size, k);
-    // a slot holds every round's pieces; the phases count the rounds
+    // a slot holds every round's pieces; the phases count the levels
     const int pieces = rounds.empty() ? 1 : rounds.back().first + rounds.back().pieces;
     const int64_t cap = ChunkedMove::cap_for(*st, pieces);
     if (cap <= 0 || rounds.size() >= (1u << transport::kPhaseBits)) return nullptr;

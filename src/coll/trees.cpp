@@ -95,10 +95,10 @@ int knomial_child(int v, int n, int k, int i) {
 
 std::vector<BruckRound> bruck_rounds(int n, int k) {
   std::vector<BruckRound> out;
-  int total = 0;
-  for (int64_t place = 1; place < n; place *= k)
+  int total = 0, level = 0;
+  for (int64_t place = 1; place < n; place *= k, ++level)
     for (int v = 1; v < k && v * place < n; ++v) {
-      BruckRound r{static_cast<int>(place), v, static_cast<int>(v * place), total, 0};
+      BruckRound r{level, static_cast<int>(place), v, static_cast<int>(v * place), total, 0};
       r.pieces = bruck_position(n, r, k);
       total += r.pieces;
       out.push_back(r);

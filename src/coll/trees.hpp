@@ -31,9 +31,12 @@ int knomial_subtree_size(int v, int n, int k);
 // rank's rotated blocks travels i ranks, one move per non-zero base-k digit
 // of i. Round (d, v) -- digit places k^d < n ascending, then values
 // v = 1..k-1 with v k^d < n -- moves every index whose digit d is v by
-// v k^d ranks. A scratch slot holds the rounds' pieces one after another,
-// each round's in ascending index order.
+// v k^d ranks. The k-1 rounds of one place move disjoint indices from
+// different ranks, so they need nothing of one another: one level (a phase)
+// per place, ceil(log_k(n)) of them. A scratch slot holds the rounds' pieces
+// one after another, each round's in ascending index order.
 struct BruckRound {
+  int level;   // d
   int place;   // k^d
   int digit;   // v
   int shift;   // v k^d: ranks a piece moves

@@ -76,7 +76,7 @@ const std::vector<VariableDoc> kVariables = {
      "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat|knomial4|knomial8, "
      "bcast:binomial|flat|chain, allreduce:recdbl|rsag|tree|knomial4|knomial8|chain, reduce:binomial|flat|knomial4|knomial8|chain, "
      "allgather:ring|recdbl|flat, gather:binomial|flat|knomial4|knomial8, "
-     "scatter:binomial|flat|knomial4|knomial8, alltoall:pairwise|flat|bruck, reduce_scatter_block:flat, scan:linear|recdbl, "
+     "scatter:binomial|flat|knomial4|knomial8, alltoall:pairwise|flat|bruck|bruck4, reduce_scatter_block:flat, scan:linear|recdbl, "
      "exscan:linear|recdbl, allgatherv:ring|recdbl|flat, gatherv:flat, scatterv:flat, alltoallv:pairwise|flat, "
      "reduce_scatter:flat; "
      "any op:system) and optionally tuned for the ops not named "

@@ -115,7 +115,7 @@ inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat kn
                                                   "allgather ring recdbl flat system",
                                                   "gather binomial flat knomial4 knomial8 system",
                                                   "scatter binomial flat knomial4 knomial8 system",
-                                                  "alltoall pairwise flat bruck system",
+                                                  "alltoall pairwise flat bruck bruck4 system",
                                                   "reduce_scatter_block flat system",
                                                   "scan linear recdbl system",
                                                   "exscan linear recdbl system",

@@ -94,6 +94,7 @@ TEST(CollTrees, BruckRoundsMoveEveryIndexItsDistance) {
       int total = 0;
       for (const BruckRound& r : rounds) {
         EXPECT_EQ(r.first, total) << "k " << k << " n " << n;
+        EXPECT_EQ(r.place, static_cast<int>(std::pow(k, r.level)));
         EXPECT_EQ(r.shift, r.digit * r.place);
         EXPECT_LT(r.shift, n);
         int at = 0;
@@ -180,9 +181,13 @@ TEST(CollModel, RankingFollowsTheParameters) {
   EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAllgather, 16, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(latency, CollOpKind::kScan, 16, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(latency, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kPairwise);
-  // Bruck's log2(n) rounds once each read costs a gap comparable to a round trip
-  EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kBruck);
+  // Bruck's log_k(n) levels once each read costs a gap comparable to a round
+  // trip: radix 4 (2 levels of 3 reads on 16 ranks), radix 2 where a read
+  // costs more than a round trip (4 levels of one)
+  EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kBruck4);
+  EXPECT_EQ(ranked(LogGP{1.0, 0.1, 3.0, 0}, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kBruck);
   EXPECT_LT(predict(latency, CollOpKind::kAlltoallv, Algorithm::kBruck, 4, 64), 0);  // Alltoall's only
+  EXPECT_LT(predict(latency, CollOpKind::kAlltoallv, Algorithm::kBruck4, 4, 64), 0);
   // the chain allreduce's two overlapped pipelines on two ranks beat the
   // binomial reduce + bcast for large messages
   EXPECT_LT(predict(bandwidth, CollOpKind::kAllreduce, Algorithm::kChain, 2, 1 << 24),
