@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "coll/trees.hpp"
+
 namespace dtmpi::coll {
 
 int levels(int n, int k) {
@@ -50,7 +52,7 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     case CollOpKind::kBcast: return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kChain};
     case CollOpKind::kAllreduce:
       return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
-              Algorithm::kKnomial4, Algorithm::kKnomial8};
+              Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
     case CollOpKind::kReduce:
       return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
     case CollOpKind::kAllgather:
@@ -61,6 +63,7 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv: return {Algorithm::kFlat};
     case CollOpKind::kAlltoall:
+      return {Algorithm::kPairwise, Algorithm::kFlat, Algorithm::kBruck, Algorithm::kBruck4};
     case CollOpKind::kAlltoallv: return {Algorithm::kPairwise, Algorithm::kFlat};
     case CollOpKind::kReduceScatterBlock:
     case CollOpKind::kReduceScatter: return {Algorithm::kFlat};
@@ -82,6 +85,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv:
     case CollOpKind::kAlltoallv: {
+      if (a == Algorithm::kBruck || a == Algorithm::kBruck4) return -1;  // Alltoall's only
       const CollOpKind uniform = op == CollOpKind::kGatherv    ? CollOpKind::kGather
                                  : op == CollOpKind::kScatterv ? CollOpKind::kScatter
                                                                : CollOpKind::kAlltoall;
@@ -128,6 +132,14 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       // the K-nomial reduce, then one read of the result (every rank at once)
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8)
         return kary_broadcast(p, n, bytes, radix_of(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
+      if (a == Algorithm::kChain) {
+        // the first segment's n-1 hops to rank 0 and n-1 back around the
+        // ring, then a segment every n/2 hops (reduce_ops.cpp: a chunk ends
+        // at a rank only with both halves; segments of 32 KiB as Reduce's)
+        if (n <= 1) return 0;
+        const double seg = std::min(B, 32768.0), segments = std::ceil(B / std::max(seg, 1.0));
+        return (2.0 * (n - 1) + (segments - 1) * std::max(1.0, n / 2.0)) * (p.L + p.o + p.G * seg);
+      }
       return -1;
     // `bytes` is one rank's block below
     case CollOpKind::kAllgather:
@@ -149,6 +161,20 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       const double common = n * p.G * B + p.L + p.o + (n - 1) * (p.g + p.G * B);
       if (a == Algorithm::kPairwise) return common;
       if (a == Algorithm::kFlat) return common + (n - 1) * p.g;
+      if (a == Algorithm::kBruck || a == Algorithm::kBruck4) {
+        // the n-1 rotated blocks into the slot, then per level one wait, a
+        // flag per round (k-1 sources) and a copy of the round's blocks
+        // (radix 2: about n/2): fewer waits than pairwise, more bytes -- the
+        // small blocks' algorithms
+        double t = (n - 1) * p.G * B;
+        int level = -1;
+        for (const BruckRound& r : bruck_rounds(n, radix_of(a))) {
+          if (r.level != level) t += p.L + p.o;
+          level = r.level;
+          t += p.g + r.pieces * p.G * B;
+        }
+        return t;
+      }
       return -1;
     }
     case CollOpKind::kReduceScatterBlock:

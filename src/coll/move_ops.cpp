@@ -1,5 +1,5 @@
 // Allgather (flat, ring, recursive doubling / Bruck) and Alltoall (pairwise,
-// flat) on the node segment, over contiguous bytes (coll_move.cpp packs).
+// flat, Bruck) on the node segment, over contiguous bytes (coll_move.cpp packs).
 // Every rank writes each piece of its slot once per chunk and raises its
 // `ready` flag by phases; a reader pulls (get) what a phase promises. Flags
 // only grow and pieces are never rewritten within a chunk, so a later phase
@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "coll/move.hpp"
+#include "coll/trees.hpp"
 
 namespace dtmpi::coll {
 
@@ -116,6 +117,60 @@ class Alltoall final : public ChunkedMove {
   bool pairwise_;
 };
 
+// Alltoall by Bruck's algorithm (radix k; coll/trees.hpp's bruck_rounds):
+// index i of rank p's rotated blocks is its send block for rank p + i, and
+// round t moves the indices whose digit of `place` is `digit` on by `shift`
+// ranks, so after one move per non-zero digit index i lies at rank p + i:
+// rank q ends with the block of rank q - i at index i (the inverse rotation:
+// each goes straight into its receive block). In the segment a round is a
+// pull: rank q reads round t's pieces from rank q - shift once its flag says
+// the round's level (its digit place: the k-1 rounds of a place read
+// different ranks, none waits for another, so radix k takes ceil(log_k(n))
+// waits for k-1 flags each). Every piece is written once per chunk, when its
+// holder gets it: a send block at the start into its index's first round, a
+// block received at level d into its index's next round (published with
+// phase d + 1, after the level's last round) or, after its last move, into
+// the receive buffer. In place the send blocks are all in the slot before
+// the receive buffer is written.
+class BruckAlltoall final : public ChunkedMove {
+ public:
+  BruckAlltoall(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, int k,
+                std::vector<BruckRound> rounds)
+      : ChunkedMove(std::move(st), cap, send, recv, block), k_(k), rounds_(std::move(rounds)) {}
+
+ private:
+  char* piece(int r, int t, int i) const { return at(r, rounds_[t].first + bruck_position(i, rounds_[t], k_)); }
+  bool advance() override {
+    if (phase_ == 0) {
+      for (int i = 1; i < n(); ++i)
+        Seg::put(piece(me(), bruck_next_round(rounds_, i, -1, k_), i), sblock((me() + i) % n()), len());
+      publish(0);
+      if (send_ != recv_) Seg::get(rblock(me()), sblock(me()), len());
+      phase_ = 1;
+    }
+    const int rounds = static_cast<int>(rounds_.size());
+    for (; index_ < rounds; ++index_) {
+      const BruckRound& r = rounds_[index_];
+      const int from = (me() - r.shift + n()) % n();
+      if (!ready(from, static_cast<unsigned>(r.level))) return false;
+      // the indices whose digit is r.digit: runs of r.place every k places
+      for (int64_t run = r.shift; run < n(); run += int64_t{r.place} * k_)
+        for (int i = static_cast<int>(run); i < std::min<int64_t>(run + r.place, n()); ++i) {
+          const char* got = piece(from, index_, i);
+          const int next = bruck_next_round(rounds_, i, index_, k_);
+          if (next >= 0)
+            Seg::put(piece(me(), next, i), got, len());
+          else
+            Seg::get(rblock((me() - i + n()) % n()), got, len());
+        }
+      if (index_ + 1 < rounds && rounds_[index_ + 1].level != r.level) publish(static_cast<unsigned>(r.level + 1));
+    }
+    return true;
+  }
+  int k_;
+  std::vector<BruckRound> rounds_;
+};
+
 }  // namespace
 
 namespace {
@@ -156,6 +211,15 @@ std::unique_ptr<CollOp> make_alltoallv(std::shared_ptr<CommState> st, Algorithm 
 
 std::unique_ptr<CollOp> make_alltoall(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                       int64_t block) {
+  if (block > 0 && (a == Algorithm::kBruck || a == Algorithm::kBruck4)) {
+    const int k = radix_of(a);
+    auto rounds = bruck_rounds(st->size, k);
+    // a slot holds every round's pieces; the phases count the levels
+    const int pieces = rounds.empty() ? 1 : rounds.back().first + rounds.back().pieces;
+    const int64_t cap = ChunkedMove::cap_for(*st, pieces);
+    if (cap <= 0 || rounds.size() >= (1u << transport::kPhaseBits)) return nullptr;
+    return std::make_unique<BruckAlltoall>(std::move(st), cap, send, recv, block, k, std::move(rounds));
+  }
   if (block <= 0 || (a != Algorithm::kPairwise && a != Algorithm::kFlat)) return nullptr;
   const int64_t cap = ChunkedMove::cap_for(*st, st->size);
   if (cap <= 0) return nullptr;

@@ -44,12 +44,15 @@ enum class Algorithm {
   // latency-bound sizes, at k-1 reads per level.
   kKnomial4,
   kKnomial8,
-  kChain,  // bcast: relative rank vr reads vr-1's copy, segment by segment (pipelined)
+  kChain,  // bcast: relative rank vr reads vr-1's copy, segment by segment (pipelined);
+           // reduce, allreduce: the same toward the chain's end (allreduce: then around the ring)
+  kBruck,   // alltoall: Bruck's exchange, ceil(log2(n)) rounds of the blocks whose index has bit k set
+  kBruck4,  // alltoall: the same in radix 4 (ceil(log4(n)) levels of 3 rounds each)
 };
 
-// The radix of a K-nomial algorithm (2 for the binomial ones).
+// The radix of a K-nomial or Bruck algorithm (2 for the binomial ones and bruck).
 inline int radix_of(Algorithm a) {
-  return a == Algorithm::kKnomial4 ? 4 : a == Algorithm::kKnomial8 ? 8 : 2;
+  return a == Algorithm::kKnomial4 || a == Algorithm::kBruck4 ? 4 : a == Algorithm::kKnomial8 ? 8 : 2;
 }
 
 class CollOp : public transport::Operation {

@@ -1,5 +1,5 @@
-// Allreduce (recursive doubling, reduce-scatter + allgather, tree, K-nomial)
-// and Reduce (binomial and K-nomial trees, flat, chain) on the node segment. Buffers are contiguous
+// Allreduce (recursive doubling, reduce-scatter + allgather, tree, K-nomial,
+// chain) and Reduce (binomial and K-nomial trees, flat, chain) on the node segment. Buffers are contiguous
 // (the caller checks); chunks are whole elements. The order of operands
 // follows MPI's rule for non-commutative ops: a part from lower ranks is
 // always the left operand, and every part covers a contiguous rank range.
@@ -271,14 +271,38 @@ class Reduce final : public ChunkedReduction {
 // (region 1) -- there the root takes its next segment only after it read the
 // last one's result, so ranks 0 to root pipeline one segment per round trip
 // (a non-commutative op with a root other than 0: slower than the model says).
+//
+// Allreduce (`all`): the same chain ended at rank 0, whatever the op, and
+// each segment's result sent on around the ring -- rank 0 to n-1, n-2, ...,
+// 1, every rank reading the copy of rank me+1 (region 1), the rank it reads
+// the parts from. Chunk c carries the reduction of segment c and the
+// broadcast of segment c-1 (one chunk more than segments), so the two
+// pipelines run at once: rank 0 first hands out the result it finished in
+// chunk c-1 (rank n-1 waits for it before its next segment), then folds
+// segment c; the others fold first, then forward. A chunk finishes at a rank
+// only with both halves, so rank n-1 starts segment c+1 one hop after rank 0
+// finished segment c-1's fold: a segment every n/2 hops, where a chain
+// Reduce and a chain Bcast one after the other take two passes.
 class ChainReduce final : public ChunkedReduction {
  public:
   ChainReduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count, const Reducer& r,
-              const void* in, void* out, int root)
-      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root) {}
+              const void* in, void* out, int root, bool all, int64_t segments)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root), all_(all),
+        segments_(segments) {}
 
  private:
   bool advance() override {
+    if (!all_) return reduce();
+    const bool reduce_here = static_cast<int64_t>(chunk_) < segments_, bcast_here = n() > 1 && chunk_ > 0;
+    // index_: whether this rank's first half of the chunk is done
+    const bool bcast_first = me() == 0;
+    if (index_ == 0) {
+      if (bcast_first ? bcast_here && !forward_result() : reduce_here && !reduce()) return false;
+      index_ = 1;
+    }
+    return bcast_first ? !reduce_here || reduce() : !bcast_here || forward_result();
+  }
+  bool reduce() {
     const int end = r_.commutative ? root_ : 0;
     const int vr = (me() - end + n()) % n();
     if (phase_ == 0) {
@@ -317,8 +341,46 @@ class ChainReduce final : public ChunkedReduction {
     Seg::get(out(), region(end, 1), bytes());
     return true;
   }
+  // The allreduce's broadcast half: segment chunk_ - 1's result from rank 0
+  // around the ring (region 1); rank 1 ends it.
+  bool forward_result() {
+    const int64_t first = (static_cast<int64_t>(chunk_) - 1) * cap_;
+    const size_t len = static_cast<size_t>(std::min<int64_t>(cap_, count_ - first) * r_.elem);
+    char* result = out_ + first * r_.elem;
+    if (me() == 0) {
+      Seg::put(region(0, 1), result, len);
+      publish(1);
+      return true;
+    }
+    const int from = (me() + 1) % n();
+    if (!ready(from, 1)) return false;
+    if (me() == 1) {
+      Seg::get(result, region(from, 1), len);
+      return true;
+    }
+    Seg::put(region(me(), 1), region(from, 1), len);  // rank me - 1 reads it here
+    publish(1);
+    Seg::get(result, region(me(), 1), len);
+    return true;
+  }
   int root_;
+  bool all_;
+  int64_t segments_;
 };
+
+// The chain's segment: a quarter of one of its two regions (so that a
+// message of a region's size already pipelines in four), at least 4 KiB -- as
+// the chain Bcast's; an element larger than a region leaves the call to the
+// system MPI. Allreduce (`all`): a chunk more, for the last segment's broadcast.
+std::unique_ptr<CollOp> make_chain(std::shared_ptr<CommState> st, const void* in, void* out, int count,
+                                   const Reducer& r, int root, bool all) {
+  const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / 2) - 64;
+  if (r.elem <= 0 || r.elem > room) return nullptr;
+  const int64_t cap = std::max<int64_t>(1, std::max<int64_t>(std::min<int64_t>(4096, room), room / 4) / r.elem);
+  const int64_t segments = (count + cap - 1) / cap;
+  const uint64_t chunks = static_cast<uint64_t>(segments + (all && st->size > 1 ? 1 : 0));
+  return std::make_unique<ChainReduce>(std::move(st), chunks, cap, 2, count, r, in, out, root, all, segments);
+}
 
 }  // namespace
 
@@ -338,6 +400,8 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
     case Algorithm::kKnomial4:
     case Algorithm::kKnomial8:
       return build<KnomialAllreduce>(std::move(st), 1, count, r, in, out, radix_of(a));
+    case Algorithm::kChain:
+      return make_chain(std::move(st), in, out, count, r, 0, true);
     default:
       return nullptr;
   }
@@ -346,16 +410,7 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
 std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                     const Reducer& r, int root) {
   if (count <= 0) return nullptr;
-  if (a == Algorithm::kChain) {
-    // segments of a quarter of a region (so that a message of a slot's size
-    // already pipelines in four), at least 4 KiB -- as the chain Bcast; an
-    // element larger than a region leaves the call to the system MPI
-    const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / 2) - 64;
-    if (r.elem <= 0 || r.elem > room) return nullptr;
-    const int64_t cap = std::max<int64_t>(1, std::max<int64_t>(std::min<int64_t>(4096, room), room / 4) / r.elem);
-    return std::make_unique<ChainReduce>(std::move(st), static_cast<uint64_t>((count + cap - 1) / cap), cap, 2, count,
-                                         r, in, out, root);
-  }
+  if (a == Algorithm::kChain) return make_chain(std::move(st), in, out, count, r, root, false);
   if (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kKnomial4 && a != Algorithm::kKnomial8)
     return nullptr;
   return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat, radix_of(a));

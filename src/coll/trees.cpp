@@ -2,6 +2,7 @@
 #include "coll/trees.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace dtmpi::coll {
 
@@ -90,6 +91,33 @@ int knomial_child(int v, int n, int k, int i) {
   for (int j = i / (k - 1); j > 0 && place < limit; --j) place *= k;
   const int64_t offset = (i % (k - 1) + 1) * place;
   return offset < limit ? static_cast<int>(v + offset) : -1;
+}
+
+std::vector<BruckRound> bruck_rounds(int n, int k) {
+  std::vector<BruckRound> out;
+  int total = 0, level = 0;
+  for (int64_t place = 1; place < n; place *= k, ++level)
+    for (int v = 1; v < k && v * place < n; ++v) {
+      BruckRound r{level, static_cast<int>(place), v, static_cast<int>(v * place), total, 0};
+      r.pieces = bruck_position(n, r, k);
+      total += r.pieces;
+      out.push_back(r);
+    }
+  return out;
+}
+
+int bruck_position(int i, const BruckRound& r, int k) {
+  // every full period of k places holds `place` such indices; the last,
+  // partial one those of its part past v * place
+  const int64_t period = int64_t{r.place} * k;
+  const int64_t tail = std::clamp<int64_t>(i % period - r.shift, 0, r.place);
+  return static_cast<int>(i / period * r.place + tail);
+}
+
+int bruck_next_round(const std::vector<BruckRound>& rounds, int i, int after, int k) {
+  for (int t = after + 1; t < static_cast<int>(rounds.size()); ++t)
+    if ((i / rounds[t].place) % k == rounds[t].digit) return t;
+  return -1;
 }
 
 }  // namespace dtmpi::coll

@@ -27,4 +27,28 @@ int knomial_child(int v, int n, int k, int i);
 int kary_subtree_size(int v, int n, int k);
 int knomial_subtree_size(int v, int n, int k);
 
+// Bruck's all-to-all exchange of radix k (k >= 2) on n ranks: index i of a
+// rank's rotated blocks travels i ranks, one move per non-zero base-k digit
+// of i. Round (d, v) -- digit places k^d < n ascending, then values
+// v = 1..k-1 with v k^d < n -- moves every index whose digit d is v by
+// v k^d ranks. The k-1 rounds of one place move disjoint indices from
+// different ranks, so they need nothing of one another: one level (a phase)
+// per place, ceil(log_k(n)) of them. A scratch slot holds the rounds' pieces
+// one after another, each round's in ascending index order.
+struct BruckRound {
+  int level;   // d
+  int place;   // k^d
+  int digit;   // v
+  int shift;   // v k^d: ranks a piece moves
+  int first;   // pieces of the earlier rounds (this round's follow them)
+  int pieces;  // indices in [0, n) whose digit d is v
+};
+std::vector<BruckRound> bruck_rounds(int n, int k);
+// Index i's place among its round's pieces: the indices below i whose digit
+// of `place` is `digit`.
+int bruck_position(int i, const BruckRound& r, int k);
+// The first round after round `after` (-1: from the first) in which index i
+// moves; -1 where it moves no more. No allocation (called while polling).
+int bruck_next_round(const std::vector<BruckRound>& rounds, int i, int after, int k);
+
 }  // namespace dtmpi::coll

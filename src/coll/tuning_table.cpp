@@ -29,7 +29,8 @@ constexpr Named kAlgorithms[] = {
     {Algorithm::kTree, "tree"},              {Algorithm::kRing, "ring"},
     {Algorithm::kPairwise, "pairwise"},      {Algorithm::kLinear, "linear"},
     {Algorithm::kKnomial4, "knomial4"},      {Algorithm::kKnomial8, "knomial8"},
-    {Algorithm::kChain, "chain"},
+    {Algorithm::kChain, "chain"},            {Algorithm::kBruck, "bruck"},
+    {Algorithm::kBruck4, "bruck4"},
 };
 // In CollOpKind's order.
 constexpr const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",

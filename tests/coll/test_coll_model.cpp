@@ -84,6 +84,50 @@ TEST(CollTrees, KnomialRadixTwoIsTheBinomialTree) {
   EXPECT_EQ(knomial_children(0, 9, 3), (std::vector<int>{6, 3, 2, 1}));
 }
 
+// Bruck's rounds: index i moves once per non-zero digit, i ranks in all, in
+// rounds of ascending place; a round's pieces are its indices, at distinct
+// places [0, pieces) in index order, and the rounds' pieces tile the slot.
+TEST(CollTrees, BruckRoundsMoveEveryIndexItsDistance) {
+  for (int k : {2, 3, 4, 8})
+    for (int n = 1; n <= 70; ++n) {
+      const auto rounds = bruck_rounds(n, k);
+      int total = 0;
+      for (const BruckRound& r : rounds) {
+        EXPECT_EQ(r.first, total) << "k " << k << " n " << n;
+        EXPECT_EQ(r.place, static_cast<int>(std::pow(k, r.level)));
+        EXPECT_EQ(r.shift, r.digit * r.place);
+        EXPECT_LT(r.shift, n);
+        int at = 0;
+        for (int i = 0; i < n; ++i) {
+          if ((i / r.place) % k != r.digit) continue;
+          EXPECT_EQ(bruck_position(i, r, k), at++) << "k " << k << " n " << n;
+        }
+        EXPECT_EQ(r.pieces, at);
+        total += r.pieces;
+      }
+      int digits = 0;
+      for (int i = 1; i < n; ++i) {
+        int moved = 0, moves = 0, last_place = 0;
+        for (int t = bruck_next_round(rounds, i, -1, k); t >= 0; t = bruck_next_round(rounds, i, t, k)) {
+          EXPECT_GT(rounds[t].place, last_place) << "one move per digit, ascending";
+          last_place = rounds[t].place;
+          moved += rounds[t].shift;
+          ++moves;
+        }
+        EXPECT_EQ(moved, i) << "k " << k << " n " << n;
+        for (int v = i; v; v /= k) digits += v % k != 0;
+        EXPECT_GT(moves, 0);
+      }
+      EXPECT_EQ(total, digits) << "k " << k << " n " << n;
+    }
+  // radix 2 on 5 ranks: shifts 1, 2, 4 of {1, 3}, {2, 3}, {4}
+  const auto five = bruck_rounds(5, 2);
+  ASSERT_EQ(five.size(), 3u);
+  EXPECT_EQ(five[0].pieces, 2);
+  EXPECT_EQ(five[1].pieces, 2);
+  EXPECT_EQ(five[2].pieces, 1);
+}
+
 // The digest's section 3.9 table: Sun's parameters (L 2, o 0.5, g 2 us,
 // G 1e-3 us/B), N = 256 nodes, t = 4, to the printed precision.
 TEST(CollModel, ThesisWorkedValues) {
@@ -137,6 +181,17 @@ TEST(CollModel, RankingFollowsTheParameters) {
   EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAllgather, 16, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(latency, CollOpKind::kScan, 16, 8).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ranked(latency, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kPairwise);
+  // Bruck's log_k(n) levels once each read costs a gap comparable to a round
+  // trip: radix 4 (2 levels of 3 reads on 16 ranks), radix 2 where a read
+  // costs more than a round trip (4 levels of one)
+  EXPECT_EQ(ranked(LogGP{1.0, 0.1, 1.0, 0}, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kBruck4);
+  EXPECT_EQ(ranked(LogGP{1.0, 0.1, 3.0, 0}, CollOpKind::kAlltoall, 16, 8).front(), Algorithm::kBruck);
+  EXPECT_LT(predict(latency, CollOpKind::kAlltoallv, Algorithm::kBruck, 4, 64), 0);  // Alltoall's only
+  EXPECT_LT(predict(latency, CollOpKind::kAlltoallv, Algorithm::kBruck4, 4, 64), 0);
+  // the chain allreduce's two overlapped pipelines on two ranks beat the
+  // binomial reduce + bcast for large messages
+  EXPECT_LT(predict(bandwidth, CollOpKind::kAllreduce, Algorithm::kChain, 2, 1 << 24),
+            predict(bandwidth, CollOpKind::kAllreduce, Algorithm::kTree, 2, 1 << 24));
   EXPECT_EQ(ranked(bandwidth, CollOpKind::kScatter, 16, 1 << 20).front(), Algorithm::kFlat);
   for (int op = 0; op < static_cast<int>(CollOpKind::kCount); ++op) {
     const auto kind = static_cast<CollOpKind>(op);
