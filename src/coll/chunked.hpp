@@ -47,8 +47,8 @@ class ChunkedReduction : public CollOp {
   // the children of relative rank vr in the radix-k tree rooted at
   // `tree_root`, from index_ on, ascending (their ranges follow vr's own):
   // acc = acc op child's part (region 0)
-  bool fold_children(int vr, int tree_root, char* acc, unsigned phase, int k = 2) {
-    for (int c; (c = knomial_child(vr, n(), k, index_)) >= 0; ++index_) {
+  bool fold_children(int vr, int tree_root, char* acc, unsigned phase, const Tree& tree = Tree{}) {
+    for (int c; (c = tree.child(vr, n(), index_)) >= 0; ++index_) {
       const int child = (c + tree_root) % n();
       if (!ready(child, phase)) return false;
       check(r_.right(acc, region(child, 0), m(), tmp()));

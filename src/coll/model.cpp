@@ -45,21 +45,41 @@ double gather_to_all_flat(const LogGP& p, int N, int t, int64_t B) {
   return p.L + (N - 1) * (p.o + p.g + p.G * static_cast<double>(B) * t);
 }
 
+// A K-ary tree's terms (kary_broadcast / kary_scatter with the tree's own
+// depth: a K-ary tree of n ranks is one level deeper than log_k(n) unless n
+// fills its last level): a parent waits for and reads its k children.
+double kary_tree_broadcast(const LogGP& p, int N, int64_t B, int k) {
+  return tree_depth(N, Tree{Tree::Shape::kKary, k}) * ((p.L + p.o + k * p.g) + k * p.G * static_cast<double>(B));
+}
+double kary_tree_scatter(const LogGP& p, int N, int64_t B, int k) {
+  const double latency = tree_depth(N, Tree{Tree::Shape::kKary, k}) * (p.L + p.o + k * p.g);
+  // every block below a parent passes it once per level: at most (N-1) x depth, k G B (N-1)/(k-1) as the thesis's
+  return latency + k * p.G * static_cast<double>(B) * (N - 1) / std::max(k - 1, 1);
+}
+bool is_kary(Algorithm a) { return a == Algorithm::kKary2 || a == Algorithm::kKary4 || a == Algorithm::kKary8; }
+int kary_k(Algorithm a) { return a == Algorithm::kKary2 ? 2 : a == Algorithm::kKary4 ? 4 : 8; }
+
 std::vector<Algorithm> algorithms_for(CollOpKind op) {
   switch (op) {
     case CollOpKind::kBarrier:
-      return {Algorithm::kDissemination, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
-    case CollOpKind::kBcast: return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kChain};
+      return {Algorithm::kDissemination, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8,
+              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
+    case CollOpKind::kBcast:
+      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kChain, Algorithm::kKnomial4, Algorithm::kKnomial8,
+              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
     case CollOpKind::kAllreduce:
       return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
-              Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
+              Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain,
+              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
     case CollOpKind::kReduce:
-      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain};
+      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain,
+              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
     case CollOpKind::kAllgather:
     case CollOpKind::kAllgatherv: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
     case CollOpKind::kGather:
     case CollOpKind::kScatter:
-      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8};
+      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8,
+              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv: return {Algorithm::kFlat};
     case CollOpKind::kAlltoall:
@@ -105,13 +125,16 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
         const int k = radix_of(a);
         return levels(n, k) * (p.L + p.o + (k - 1) * p.g) + p.L + p.o;
       }
+      // a parent reads its k children's lines per level
+      if (is_kary(a))
+        return tree_depth(n, Tree{Tree::Shape::kKary, kary_k(a)}) * (p.L + p.o + kary_k(a) * p.g) + p.L + p.o;
       return -1;
     case CollOpKind::kBcast:
     case CollOpKind::kReduce:
       // the binomial tree as the thesis's radix-2 tree; flat as radix n
       if (a == Algorithm::kBinomial) return kary_broadcast(p, n, bytes, 2);
-      if (op == CollOpKind::kReduce && (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8))
-        return kary_broadcast(p, n, bytes, radix_of(a));
+      if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) return kary_broadcast(p, n, bytes, radix_of(a));
+      if (is_kary(a)) return kary_tree_broadcast(p, n, bytes, kary_k(a));
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
       if (a == Algorithm::kChain) {
         // n-1 hops of the first segment, then one segment per hop behind it
@@ -132,6 +155,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       // the K-nomial reduce, then one read of the result (every rank at once)
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8)
         return kary_broadcast(p, n, bytes, radix_of(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
+      if (is_kary(a)) return kary_tree_broadcast(p, n, bytes, kary_k(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
       if (a == Algorithm::kChain) {
         // the first segment's n-1 hops to rank 0 and n-1 back around the
         // ring, then a segment every n/2 hops (reduce_ops.cpp: a chunk ends
@@ -153,6 +177,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (a == Algorithm::kBinomial) return kary_scatter(p, n, 1, bytes, 2);
       // the K-nomial trees as the thesis's K-ary ones of the same radix
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) return kary_scatter(p, n, 1, bytes, radix_of(a));
+      if (is_kary(a)) return kary_tree_scatter(p, n, bytes, kary_k(a));
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_scatter(p, n, 1, bytes, n);
       return -1;
     case CollOpKind::kAlltoall: {

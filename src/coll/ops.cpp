@@ -71,6 +71,19 @@ int Reducer::right(void* acc, const void* r, int64_t count, char* tmp) const {
   return rc;
 }
 
+std::optional<Tree> tree_of(Algorithm a) {
+  using S = Tree::Shape;
+  switch (a) {
+    case Algorithm::kBinomial: return Tree{S::kKnomial, 2};
+    case Algorithm::kKnomial4: return Tree{S::kKnomial, 4};
+    case Algorithm::kKnomial8: return Tree{S::kKnomial, 8};
+    case Algorithm::kKary2: return Tree{S::kKary, 2};
+    case Algorithm::kKary4: return Tree{S::kKary, 4};
+    case Algorithm::kKary8: return Tree{S::kKary, 8};
+    default: return std::nullopt;
+  }
+}
+
 namespace {
 
 class Barrier final : public CollOp {
@@ -82,15 +95,15 @@ class Barrier final : public CollOp {
   bool advance() override {
     if (alg_ == Algorithm::kFlat) return flat();
     if (alg_ == Algorithm::kDissemination) return dissemination();
-    return knomial(radix_of(alg_));
+    return tree(*tree_of(alg_));
   }
 
   // a parent pulls its children's arrival (their `ready` at phase 0: each
   // rank's own line, written by it alone), then announces its subtree's; the
   // root releases everyone at phase 1 (one line all read)
-  bool knomial(int k) {
+  bool tree(const Tree& t) {
     if (phase_ == 0) {
-      for (int c; (c = knomial_child(me(), n(), k, index_)) >= 0; ++index_)
+      for (int c; (c = t.child(me(), n(), index_)) >= 0; ++index_)
         if (!ready(c, 0)) return false;
       publish(me() == 0 ? 1 : 0);
       if (me() == 0) return true;
@@ -184,19 +197,19 @@ class Bcast final : public CollOp {
     return true;
   }
   // Where a non-root reads from, and whether it keeps a copy for others. Flat:
-  // the root, no. Binomial: its tree parent, where it has children. Chain:
-  // relative rank vr - 1, but for the last; a rank moves on to its next
-  // segment (a later scratch slot) while vr + 1 still reads this one, so the
-  // segments pipeline down the chain.
+  // the root, no. A tree (binomial, K-nomial, K-ary): its parent, where it
+  // has children. Chain: relative rank vr - 1, but for the last; a rank moves
+  // on to its next segment (a later scratch slot) while vr + 1 still reads
+  // this one, so the segments pipeline down the chain.
   int source() const {
     const int vr = (me() - root_ + n()) % n();
-    const int parent = alg_ == Algorithm::kFlat ? 0 : alg_ == Algorithm::kChain ? vr - 1 : parent_of(vr);
+    const int parent = alg_ == Algorithm::kFlat ? 0 : alg_ == Algorithm::kChain ? vr - 1 : tree_->parent(vr, n());
     return (parent + root_) % n();
   }
   bool forwards() const {
     const int vr = (me() - root_ + n()) % n();
     if (alg_ == Algorithm::kChain) return vr + 1 < n();
-    return alg_ == Algorithm::kBinomial && has_children(vr, n());
+    return tree_ && tree_->child(vr, n(), 0) >= 0;
   }
   void complete() override {
     if (packed.empty() || me() == root_) return;
@@ -208,6 +221,7 @@ class Bcast final : public CollOp {
     fail(REAL(MPI_Unpack)(packed.data(), static_cast<int>(packed.size()), &pos, user, count, type, comm));
   }
   Algorithm alg_;
+  std::optional<Tree> tree_ = tree_of(alg_);
   char* data_;
   int64_t bytes_;
   int root_;
@@ -217,15 +231,15 @@ class Bcast final : public CollOp {
 }  // namespace
 
 std::unique_ptr<CollOp> make_barrier(std::shared_ptr<CommState> st, Algorithm a) {
-  if (a != Algorithm::kDissemination && a != Algorithm::kFlat && a != Algorithm::kKnomial4 &&
-      a != Algorithm::kKnomial8)
+  // the binomial tree is the dissemination barrier's job (radix 2: no tree)
+  if (a != Algorithm::kDissemination && a != Algorithm::kFlat && (a == Algorithm::kBinomial || !tree_of(a)))
     return nullptr;
   return std::make_unique<Barrier>(std::move(st), a);
 }
 
 std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, void* buf, int count,
                                    MPI_Datatype type, int root, MPI_Comm comm) {
-  if (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kChain) return nullptr;
+  if (a != Algorithm::kFlat && a != Algorithm::kChain && !tree_of(a)) return nullptr;
   int size = 0;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   REAL(MPI_Type_size)(type, &size);

@@ -18,10 +18,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "coll/comm_state.hpp"
 #include "coll/local_reduce.hpp"
+#include "coll/trees.hpp"
 #include "transport/engine.hpp"
 
 namespace dtmpi::coll {
@@ -48,7 +50,19 @@ enum class Algorithm {
            // reduce, allreduce: the same toward the chain's end (allreduce: then around the ring)
   kBruck,   // alltoall: Bruck's exchange, ceil(log2(n)) rounds of the blocks whose index has bit k set
   kBruck4,  // alltoall: the same in radix 4 (ceil(log4(n)) levels of 3 rounds each)
+  // K-ary trees of 2, 4 and 8 children (coll/trees.hpp): barrier, bcast,
+  // reduce, allreduce (reduce to rank 0, then every rank reads the result),
+  // gather, scatter. The same depth as the K-nomial tree of that radix where
+  // n is a power of k, but a parent waits for k children, not (k-1) per
+  // level below it: a flatter load at the root, a deeper tree elsewhere.
+  kKary2,
+  kKary4,
+  kKary8,
 };
+
+// The tree of a tree algorithm: binomial (K-nomial 2), K-nomial 4 and 8,
+// K-ary 2, 4 and 8; nullopt for the others.
+std::optional<Tree> tree_of(Algorithm a);
 
 // The radix of a K-nomial or Bruck algorithm (2 for the binomial ones and bruck).
 inline int radix_of(Algorithm a) {

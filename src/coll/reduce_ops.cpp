@@ -151,15 +151,16 @@ class TreeAllreduce final : public ChunkedReduction {
   }
 };
 
-// Allreduce for the latency-bound sizes: a K-nomial reduce to rank 0 (a
-// parent pulls each child's part, ascending, from its region 0), then every
-// rank reads rank 0's result (phase 1) -- log_k(n) levels and one read,
-// where recursive doubling takes log2(n) rounds of exchanges.
-class KnomialAllreduce final : public ChunkedReduction {
+// Allreduce for the latency-bound sizes: a reduce to rank 0 along a K-nomial
+// or K-ary tree (a parent pulls each child's part, ascending, from its
+// region 0), then every rank reads rank 0's result (phase 1) -- log_k(n)
+// levels and one read, where recursive doubling takes log2(n) rounds of
+// exchanges.
+class RootReadAllreduce final : public ChunkedReduction {
  public:
-  KnomialAllreduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count,
-                   const Reducer& r, const void* in, void* out, int k)
-      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), k_(k) {}
+  RootReadAllreduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count,
+                    const Reducer& r, const void* in, void* out, Tree tree)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), tree_(tree) {}
 
  private:
   bool advance() override {
@@ -172,7 +173,7 @@ class KnomialAllreduce final : public ChunkedReduction {
     const bool inline_parts = bytes() <= transport::kInlineBytes;
     if (phase_ == 1) {
       if (inline_parts) {
-        for (int c; (c = knomial_child(me(), n(), k_, index_)) >= 0; ++index_) {
+        for (int c; (c = tree_.child(me(), n(), index_)) >= 0; ++index_) {
           char part[transport::kInlineBytes];
           if (!Seg::get_inline(seg().inline_slot(c, seq_), transport::flag_value(seq_, 0), part, bytes()))
             return false;
@@ -180,7 +181,7 @@ class KnomialAllreduce final : public ChunkedReduction {
         }
         Seg::put_inline(seg().inline_slot(me(), seq_), acc, bytes(), transport::flag_value(seq_, me() == 0 ? 1 : 0));
       } else {
-        if (!fold_children(me(), 0, acc, 0, k_)) return false;
+        if (!fold_children(me(), 0, acc, 0, tree_)) return false;
         Seg::put(region(me(), 0), acc, bytes());
         publish(me() == 0 ? 1 : 0);
       }
@@ -192,18 +193,19 @@ class KnomialAllreduce final : public ChunkedReduction {
     Seg::get(acc, region(0, 0), bytes());
     return true;
   }
-  int k_;
+  Tree tree_;
 };
 
-// Reduce: binomial tree rooted at `root` for a commutative op, at rank 0 for
-// a non-commutative one (subtrees are then contiguous rank ranges), whose
-// result the root then reads (region 1); the K-nomial trees likewise with
-// radix k. Flat: the root folds all inputs in rank order.
+// Reduce: a tree (binomial, K-nomial or K-ary) rooted at `root` for a
+// commutative op, at rank 0 for a non-commutative one (subtrees are then
+// contiguous rank ranges), whose result the root then reads (region 1).
+// Flat: the root folds all inputs in rank order.
 class Reduce final : public ChunkedReduction {
  public:
   Reduce(std::shared_ptr<CommState> st, uint64_t chunks, int64_t cap, int regions, int count, const Reducer& r,
-         const void* in, void* out, int root, bool flat, int k)
-      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root), flat_(flat), k_(k) {}
+         const void* in, void* out, int root, bool flat, Tree tree)
+      : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), root_(root), flat_(flat),
+        tree_(tree) {}
 
  private:
   bool advance() override { return flat_ ? flat() : tree(); }
@@ -212,7 +214,7 @@ class Reduce final : public ChunkedReduction {
     const int vr = (me() - tree_root + n()) % n();
     char* acc = me() == root_ ? out() : st_->acc.data();
     if (phase_ == 0) {
-      if (knomial_child(vr, n(), k_, 0) < 0 && vr != 0) {  // a leaf publishes its input as it is
+      if (tree_.child(vr, n(), 0) < 0 && vr != 0) {  // a leaf publishes its input as it is
         Seg::put(region(me(), 0), in(), bytes());
         publish(0);
         phase_ = 2;
@@ -222,7 +224,7 @@ class Reduce final : public ChunkedReduction {
       }
     }
     if (phase_ == 1) {
-      if (!fold_children(vr, tree_root, acc, 0, k_)) return false;
+      if (!fold_children(vr, tree_root, acc, 0, tree_)) return false;
       phase_ = 2;
       if (vr != 0) {
         Seg::put(region(me(), 0), acc, bytes());
@@ -257,7 +259,7 @@ class Reduce final : public ChunkedReduction {
   }
   int root_;
   bool flat_;
-  int k_;
+  Tree tree_;
 };
 
 // Reduce along a chain (pipelined): relative rank vr folds its input with
@@ -399,7 +401,10 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
       return build<TreeAllreduce>(std::move(st), 2, count, r, in, out);
     case Algorithm::kKnomial4:
     case Algorithm::kKnomial8:
-      return build<KnomialAllreduce>(std::move(st), 1, count, r, in, out, radix_of(a));
+    case Algorithm::kKary2:
+    case Algorithm::kKary4:
+    case Algorithm::kKary8:
+      return build<RootReadAllreduce>(std::move(st), 1, count, r, in, out, *tree_of(a));
     case Algorithm::kChain:
       return make_chain(std::move(st), in, out, count, r, 0, true);
     default:
@@ -411,9 +416,9 @@ std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, 
                                     const Reducer& r, int root) {
   if (count <= 0) return nullptr;
   if (a == Algorithm::kChain) return make_chain(std::move(st), in, out, count, r, root, false);
-  if (a != Algorithm::kBinomial && a != Algorithm::kFlat && a != Algorithm::kKnomial4 && a != Algorithm::kKnomial8)
-    return nullptr;
-  return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat, radix_of(a));
+  const std::optional<Tree> tree = tree_of(a);
+  if (a != Algorithm::kFlat && !tree) return nullptr;
+  return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat, tree.value_or(Tree{}));
 }
 
 }  // namespace dtmpi::coll

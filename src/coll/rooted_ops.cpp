@@ -1,5 +1,6 @@
 // Gather and Scatter (K-nomial trees of radix 2 -- the binomial tree -- 4
-// and 8, with contiguous subtrees; flat) on the node segment, over contiguous
+// and 8, K-ary trees of 2, 4 and 8 children, all with contiguous subtrees;
+// flat) on the node segment, over contiguous
 // bytes (coll_move.cpp packs). Ranks relative to the root (vr = me - root mod
 // n) are the tree's (coll/trees.hpp): the subtree of vr is the contiguous
 // range [vr, vr + knomial_subtree_size), so a subtree's blocks are one
@@ -18,26 +19,26 @@ using Seg = transport::NodeSegment;
 
 class Rooted : public ChunkedMove {
  public:
-  // radix 0: flat
+  // no tree: flat
   Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t block, int root,
-         int radix)
-      : ChunkedMove(std::move(st), cap, send, recv, block), root_(root), radix_(radix) {}
+         std::optional<Tree> tree)
+      : ChunkedMove(std::move(st), cap, send, recv, block), root_(root), tree_(tree) {}
   // the v forms: flat only (a tree's inner ranks would forward blocks whose
   // sizes only the root knows)
   Rooted(std::shared_ptr<CommState> st, int64_t cap, const char* send, char* recv, int64_t largest, VLayout v,
          int root)
-      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), root_(root), radix_(0) {}
+      : ChunkedMove(std::move(st), cap, send, recv, largest, std::move(v)), root_(root) {}
 
  protected:
   int vr() const { return (me() - root_ + n()) % n(); }
   int abs(int rel) const { return (rel + root_) % n(); }
-  bool flat() const { return radix_ == 0; }
+  bool flat() const { return !tree_; }
   // blocks in the subtree of relative rank v
-  int subtree(int v) const { return knomial_subtree_size(v, n(), radix_); }
+  int subtree(int v) const { return tree_->subtree(v, n()); }
   // child i of relative rank v, ascending (-1 past the last)
-  int child(int v, int i) const { return knomial_child(v, n(), radix_, i); }
+  int child(int v, int i) const { return tree_->child(v, n(), i); }
   int root_;
-  int radix_;
+  std::optional<Tree> tree_;
 };
 
 // Gather: a rank copies its block (piece 0) and each child's subtree (pieces
@@ -102,7 +103,7 @@ class Scatter final : public Rooted {
       if (recv_ && own_recv() != sblock(root_)) Seg::get(own_recv(), sblock(root_), slen(root_));
       return true;
     }
-    const int parent = flat() ? 0 : knomial_parent(v, radix_);
+    const int parent = flat() ? 0 : tree_->parent(v, n());
     if (!ready(abs(parent), 0)) return false;
     const char* mine = at(abs(parent), v - parent);
     if (!flat() && subtree(v) > 1) {
@@ -114,26 +115,16 @@ class Scatter final : public Rooted {
   }
 };
 
-// The tree's radix for `a` (0: flat; -1: not a rooted algorithm).
-int radix_for(Algorithm a) {
-  switch (a) {
-    case Algorithm::kFlat: return 0;
-    case Algorithm::kBinomial: return 2;
-    case Algorithm::kKnomial4: return 4;
-    case Algorithm::kKnomial8: return 8;
-    default: return -1;
-  }
-}
 
 }  // namespace
 
 std::unique_ptr<CollOp> make_gather(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                     int64_t block, int root) {
-  const int radix = radix_for(a);
-  if (block <= 0 || radix < 0) return nullptr;
-  const int64_t cap = ChunkedMove::cap_for(*st, radix == 0 ? 1 : st->size);
+  const std::optional<Tree> tree = tree_of(a);
+  if (block <= 0 || (a != Algorithm::kFlat && !tree)) return nullptr;
+  const int64_t cap = ChunkedMove::cap_for(*st, tree ? st->size : 1);
   if (cap <= 0) return nullptr;
-  return std::make_unique<Gather>(std::move(st), cap, send, recv, block, root, radix);
+  return std::make_unique<Gather>(std::move(st), cap, send, recv, block, root, tree);
 }
 
 std::unique_ptr<CollOp> make_gatherv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
@@ -154,11 +145,11 @@ std::unique_ptr<CollOp> make_scatterv(std::shared_ptr<CommState> st, Algorithm a
 
 std::unique_ptr<CollOp> make_scatter(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                      int64_t block, int root) {
-  const int radix = radix_for(a);
-  if (block <= 0 || radix < 0) return nullptr;
+  const std::optional<Tree> tree = tree_of(a);
+  if (block <= 0 || (a != Algorithm::kFlat && !tree)) return nullptr;
   const int64_t cap = ChunkedMove::cap_for(*st, st->size);
   if (cap <= 0) return nullptr;
-  return std::make_unique<Scatter>(std::move(st), cap, send, recv, block, root, radix);
+  return std::make_unique<Scatter>(std::move(st), cap, send, recv, block, root, tree);
 }
 
 }  // namespace dtmpi::coll

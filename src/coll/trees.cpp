@@ -8,44 +8,51 @@ namespace dtmpi::coll {
 
 namespace {
 
-// The children of the node whose subtree is [v, v + size), and their subtree
-// sizes, for the K-ary split.
-void kary_split(int v, int size, int k, std::vector<int>& first, std::vector<int>& sizes) {
+// Part i of the K-ary split of the subtree [node, node + size): the ranks
+// after node in min(k, size - 1) contiguous ranges, the first ones one
+// larger; {first rank, size}, or {-1, 0} past the last.
+struct Part {
+  int first, size;
+};
+Part kary_part(int node, int size, int k, int i) {
   const int rest = size - 1, parts = std::min(k, rest);
-  int at = v + 1;
-  for (int i = 0; i < parts; ++i) {
-    const int s = rest / parts + (i < rest % parts ? 1 : 0);
-    first.push_back(at);
-    sizes.push_back(s);
-    at += s;
-  }
+  if (i < 0 || i >= parts) return {-1, 0};
+  const int q = rest / parts, r = rest % parts;
+  return {node + 1 + i * q + std::min(i, r), q + (i < r ? 1 : 0)};
+}
+// The part of that split holding rank w (node < w < node + size).
+int kary_part_of(int node, int size, int k, int w) {
+  const int rest = size - 1, parts = std::min(k, rest), q = rest / parts, r = rest % parts;
+  const int p = w - node - 1;
+  return p < r * (q + 1) ? p / (q + 1) : r + (p - r * (q + 1)) / q;
 }
 
-// Walks from the root to v; returns v's subtree size (0 if v is not in [0, n)).
+// Walks from the root to v; returns v's subtree size (0 if v is not in [0,
+// n)). No allocation: the polling loops call it through Tree::child.
 int kary_walk(int v, int n, int k, int* parent) {
-  if (v < 0 || v >= n) return 0;
-  int node = 0, size = n;
   if (parent) *parent = -1;
+  if (v < 0 || v >= n || k < 1) return 0;
+  int node = 0, size = n;
   while (node != v) {
-    std::vector<int> first, sizes;
-    kary_split(node, size, k, first, sizes);
-    size_t i = 0;
-    while (i + 1 < first.size() && first[i + 1] <= v) ++i;
+    const Part c = kary_part(node, size, k, kary_part_of(node, size, k, v));
     if (parent) *parent = node;
-    node = first[i];
-    size = sizes[i];
+    node = c.first;
+    size = c.size;
   }
   return size;
 }
 
 }  // namespace
 
+int kary_child(int v, int n, int k, int i) {
+  return kary_part(v, kary_walk(v, n, k, nullptr), k, i).first;
+}
+
 std::vector<int> kary_children(int v, int n, int k) {
-  const int size = kary_walk(v, n, k, nullptr);
-  std::vector<int> first, sizes;
-  if (size > 1) kary_split(v, size, k, first, sizes);
-  std::reverse(first.begin(), first.end());  // highest first
-  return first;
+  std::vector<int> out;
+  for (int i = 0, c; (c = kary_child(v, n, k, i)) >= 0; ++i) out.push_back(c);
+  std::reverse(out.begin(), out.end());  // highest first
+  return out;
 }
 
 int kary_parent(int v, int n, int k) {
@@ -55,6 +62,26 @@ int kary_parent(int v, int n, int k) {
 }
 
 int kary_subtree_size(int v, int n, int k) { return kary_walk(v, n, k, nullptr); }
+
+int tree_depth(int n, const Tree& t) {
+  // the deepest rank: the last one in both trees' orders is not always the
+  // deepest, so every rank's depth (n is a communicator's size; tuning only)
+  int deepest = 0;
+  for (int v = 1; v < n; ++v) {
+    int d = 0;
+    for (int u = v; u > 0; u = t.parent(u, n)) ++d;
+    deepest = std::max(deepest, d);
+  }
+  return deepest;
+}
+
+int Tree::parent(int v, int n) const { return shape == Shape::kKary ? kary_parent(v, n, k) : knomial_parent(v, k); }
+int Tree::child(int v, int n, int i) const {
+  return shape == Shape::kKary ? kary_child(v, n, k, i) : knomial_child(v, n, k, i);
+}
+int Tree::subtree(int v, int n) const {
+  return shape == Shape::kKary ? kary_subtree_size(v, n, k) : knomial_subtree_size(v, n, k);
+}
 
 int knomial_parent(int v, int k) {
   if (v <= 0) return -1;

@@ -14,6 +14,8 @@ namespace dtmpi::coll {
 // one larger); their first ranks are its children.
 std::vector<int> kary_children(int v, int n, int k);
 int kary_parent(int v, int n, int k);  // -1 for the root
+// Child i of v in ascending order (-1 past the last); no allocation.
+int kary_child(int v, int n, int k, int i);
 // K-nomial tree (k >= 2; k = 2 is the binomial tree): the parent of v clears
 // its lowest non-zero base-k digit; the children add d * k^j (d = 1..k-1) for
 // every position j below that digit (every position for the root).
@@ -26,6 +28,22 @@ int knomial_child(int v, int n, int k, int i);
 // The subtree of v: [v, v + subtree_size) (contiguous in both trees).
 int kary_subtree_size(int v, int n, int k);
 int knomial_subtree_size(int v, int n, int k);
+
+// The tree an algorithm builds over relative ranks (root 0): K-nomial of
+// radix k (2: the binomial tree) or K-ary of k children. Both keep every
+// subtree a contiguous range [v, v + subtree) with the children's ranges
+// following v in ascending order, so the same folds (MPI's order for a
+// non-commutative op), forwards and block ranges serve either.
+struct Tree {
+  enum class Shape { kKnomial, kKary };
+  Shape shape = Shape::kKnomial;
+  int k = 2;
+  int parent(int v, int n) const;        // -1 for the root
+  int child(int v, int n, int i) const;  // ascending; -1 past the last; no allocation
+  int subtree(int v, int n) const;
+};
+// The levels below the root (the model's latency term).
+int tree_depth(int n, const Tree& t);
 
 // Bruck's all-to-all exchange of radix k (k >= 2) on n ranks: index i of a
 // rank's rotated blocks travels i ranks, one move per non-zero base-k digit

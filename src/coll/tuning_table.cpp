@@ -30,7 +30,8 @@ constexpr Named kAlgorithms[] = {
     {Algorithm::kPairwise, "pairwise"},      {Algorithm::kLinear, "linear"},
     {Algorithm::kKnomial4, "knomial4"},      {Algorithm::kKnomial8, "knomial8"},
     {Algorithm::kChain, "chain"},            {Algorithm::kBruck, "bruck"},
-    {Algorithm::kBruck4, "bruck4"},
+    {Algorithm::kBruck4, "bruck4"},          {Algorithm::kKary2, "kary2"},
+    {Algorithm::kKary4, "kary4"},            {Algorithm::kKary8, "kary8"},
 };
 // In CollOpKind's order.
 constexpr const char* kOps[] = {"barrier", "bcast",    "allreduce",            "reduce", "allgather", "gather",

@@ -108,13 +108,13 @@ const Config& config();
 // per operation: "op alg1 alg2 ..." (src/coll implements each).
 // (Constant data, not a std::vector: the environment may be read by another
 // library object's static constructor, before a vector here is built.)
-inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 system",
-                                                  "bcast binomial flat chain system",
-                                                  "allreduce recdbl rsag tree knomial4 knomial8 chain system",
-                                                  "reduce binomial flat knomial4 knomial8 chain system",
+inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 kary2 kary4 kary8 system",
+                                                  "bcast binomial flat chain knomial4 knomial8 kary2 kary4 kary8 system",
+                                                  "allreduce recdbl rsag tree knomial4 knomial8 chain kary2 kary4 kary8 system",
+                                                  "reduce binomial flat knomial4 knomial8 chain kary2 kary4 kary8 system",
                                                   "allgather ring recdbl flat system",
-                                                  "gather binomial flat knomial4 knomial8 system",
-                                                  "scatter binomial flat knomial4 knomial8 system",
+                                                  "gather binomial flat knomial4 knomial8 kary2 kary4 kary8 system",
+                                                  "scatter binomial flat knomial4 knomial8 kary2 kary4 kary8 system",
                                                   "alltoall pairwise flat bruck bruck4 system",
                                                   "reduce_scatter_block flat system",
                                                   "scan linear recdbl system",

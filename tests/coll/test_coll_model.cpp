@@ -62,6 +62,40 @@ TEST(CollTrees, KaryContiguousSubtreesHighestFirst) {
   EXPECT_EQ(kary_children(4, 7, 2), (std::vector<int>{6, 5}));
 }
 
+// The Tree the algorithms walk (coll/trees.hpp), both shapes: the same
+// contiguous trees through child(i) ascending, parent and subtree, and their
+// depths. The K-ary walk without allocation against Fig 5.3's shapes.
+TEST(CollTrees, TreeServesBothShapes) {
+  for (Tree::Shape shape : {Tree::Shape::kKary, Tree::Shape::kKnomial})
+    for (int k : {2, 4, 8})
+      for (int n = 1; n <= 70; ++n) {
+        const Tree t{shape, k};
+        auto children = [&](int v) {
+          std::vector<int> c;
+          for (int i = 0, x; (x = t.child(v, n, i)) >= 0; ++i) c.push_back(x);
+          EXPECT_TRUE(std::is_sorted(c.begin(), c.end()));
+          std::reverse(c.begin(), c.end());
+          return c;
+        };
+        check_tree(
+            n, k, children, [&](int v) { return t.parent(v, n); }, [&](int v) { return t.subtree(v, n); },
+            shape == Tree::Shape::kKary ? "Tree k-ary" : "Tree k-nomial");
+        EXPECT_EQ(t.child(0, n, -1), -1);
+      }
+  const Tree binary{Tree::Shape::kKary, 2}, quad{Tree::Shape::kKary, 4}, binomial{Tree::Shape::kKnomial, 2};
+  EXPECT_EQ(tree_depth(1, binary), 0);
+  EXPECT_EQ(tree_depth(7, binary), 2);   // 0 -> {1, 4}, 1 -> {2, 3}, 4 -> {5, 6}
+  EXPECT_EQ(tree_depth(8, binary), 3);
+  EXPECT_EQ(tree_depth(5, quad), 1);
+  EXPECT_EQ(tree_depth(6, quad), 2);
+  EXPECT_EQ(tree_depth(8, binomial), 3);
+  EXPECT_EQ(tree_depth(9, binomial), 3);  // 8 is a child of 0; 7 three levels down
+  EXPECT_EQ(kary_child(0, 7, 2, 0), 1);
+  EXPECT_EQ(kary_child(0, 7, 2, 1), 4);
+  EXPECT_EQ(kary_child(0, 7, 2, 2), -1);
+  EXPECT_EQ(kary_child(4, 7, 2, 1), 6);
+}
+
 TEST(CollTrees, KnomialChildAscendingIsTheChildrenList) {
   for (int k : {2, 4, 8})
     for (int n = 1; n <= 64; ++n)
