@@ -45,7 +45,7 @@
 
 #include "dtmpi/stencil.hpp"
 #include "runtime/config.hpp"
-#include "stencil/domain_impl.hpp"
+#include "bench_stencil_limits.hpp"
 #include "stencil/partition.hpp"
 #include "topology/placement.hpp"
 #include "timing.hpp"
@@ -176,91 +176,8 @@ double slowest_median(const Options& o, const std::function<void()>& op) {
   return median(per);
 }
 
-// The limit: `bytes` copied once per op, contiguously, in the domain's memory.
-double limit(const Options& o, int64_t bytes, std::string& how) {
-  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-  if (!o.gpu) {
-    how = "memcpy";
-    std::vector<char> from(n, 1), to(n, 0);
-    return slowest_median(o, [&] { std::memcpy(to.data(), from.data(), n); });
-  }
-#ifdef DTMPI_BENCH_GPU
-  how = "cudaMemcpyAsync device to device";
-  void *from = nullptr, *to = nullptr;
-  cudaStream_t stream = nullptr;
-  if (cudaMalloc(&from, n) != cudaSuccess || cudaMalloc(&to, n) != cudaSuccess ||
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
-    how = "cudaMalloc failed";
-    return 0;
-  }
-  bool ok = true;
-  const double t = slowest_median(o, [&] {
-    ok = ok && cudaMemcpyAsync(to, from, n, cudaMemcpyDeviceToDevice, stream) == cudaSuccess &&
-         cudaStreamSynchronize(stream) == cudaSuccess;
-  });
-  cudaStreamDestroy(stream);
-  cudaFree(from);
-  cudaFree(to);
-  if (!ok) how = "cudaMemcpyAsync failed";
-  return ok ? t : 0;
-#else
-  return 0;
-#endif
-}
-
-// The reference for a device domain's exchange: the driver's own strided
-// copy of the same boxes (every direction's send box of each subdomain of
-// this rank into the ghost box that direction fills, within the same
-// subdomain: the same shapes, pitches and alignments as the exchange's
-// copies), one cudaMemcpy3DAsync per (direction, quantity) recorded in one
-// CUDA graph. It bounds what the access pattern allows -- rows of `radius`
-// elements at the row pitch fetch whole DRAM bursts for a few bytes each --
-// where the contiguous limit cannot be reached. 0 if a call failed.
-double driver_strided_copy(const Options& o, st::DistributedDomain& d, const st::Radius& r) {
-#ifdef DTMPI_BENCH_GPU
-  cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return 0;
-  bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-  for (const st::Subdomain& s : d.subdomains()) {
-    const st::Box a = s.allocated();
-    for (const st::Dim3 dir : st::directions()) {
-      const st::Box from = st::send_box(s.box(), dir, r), to = st::ghost_box(s.box(), dir, r);
-      if (to.empty()) continue;
-      for (int q = 0; q < o.quantities; ++q) {
-        const int64_t e = o.elem;
-        cudaMemcpy3DParms p{};
-        p.srcPtr = make_cudaPitchedPtr(s.current_data(q), static_cast<size_t>(s.pitch(q)),
-                                       static_cast<size_t>(a.size().x * e), static_cast<size_t>(a.size().y));
-        p.dstPtr = p.srcPtr;
-        p.srcPos = make_cudaPos(static_cast<size_t>((from.lo.x - a.lo.x) * e), static_cast<size_t>(from.lo.y - a.lo.y),
-                                static_cast<size_t>(from.lo.z - a.lo.z));
-        p.dstPos = make_cudaPos(static_cast<size_t>((to.lo.x - a.lo.x) * e), static_cast<size_t>(to.lo.y - a.lo.y),
-                                static_cast<size_t>(to.lo.z - a.lo.z));
-        p.extent = make_cudaExtent(static_cast<size_t>(from.size().x * e), static_cast<size_t>(from.size().y),
-                                   static_cast<size_t>(from.size().z));
-        p.kind = cudaMemcpyDeviceToDevice;
-        ok = ok && cudaMemcpy3DAsync(&p, stream) == cudaSuccess;
-      }
-    }
-  }
-  cudaGraph_t graph = nullptr;
-  ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok;
-  cudaGraphExec_t exec = nullptr;
-  ok = ok && cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess;
-  const double t = ok ? slowest_median(o, [&] {
-    ok = ok && cudaGraphLaunch(exec, stream) == cudaSuccess && cudaStreamSynchronize(stream) == cudaSuccess;
-  }) : 0;
-  if (exec) cudaGraphExecDestroy(exec);
-  if (graph) cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  cudaGetLastError();
-  return ok ? t : 0;
-#else
-  (void)o;
-  (void)d;
-  (void)r;
-  return 0;
-#endif
+StencilTimer timer(const Options& o) {
+  return [&o](const std::function<void()>& op) { return slowest_median(o, op); };
 }
 
 // The interior compute of the overlap rows: next = a radius-R star of
@@ -399,7 +316,7 @@ int run(const Options& o, int me, int size) {
       });
     }
     rows.push_back(row);
-    if (o.gpu && rows.size() == 1) reference = driver_strided_copy(o, d, radius);
+    if (o.gpu && rows.size() == 1) reference = stencil_driver_strided_copy(d, radius, o.quantities, o.elem, timer(o));
     if (me == 0 && rows.size() == 1) {
       std::printf("dtmpi-bench stencil: %d rank(s), %d node(s); %d^3 per subdomain, %d per rank (%s of %s); radius %d "
                   "along %s, %d quantities of %d B; %s memory, messages %s\n",
@@ -414,7 +331,7 @@ int run(const Options& o, int me, int size) {
     }
   }
   std::string how;
-  const double lim = limit(o, mine, how);
+  const double lim = stencil_contiguous_limit(o.gpu, mine, how, timer(o));
   if (me == 0) {
     std::printf("  %-44s %12s %10s %9s\n", "per exchange (slowest rank, median)", "ms", "GB/s", "x limit");
     for (const Row& row : rows) {

@@ -205,6 +205,15 @@ int run(const Options& o, int rank, int size) {
           for (int64_t x = b.lo.x; x < b.hi.x; ++x) point(img, s, q, {x, y, z}) = initial(mode(q), o.n, {x, y, z});
       upload(s, q, img, o.gpu);
     }
+#ifdef HEAT_CUDA
+  if (o.gpu) {
+    // the uploads (cudaMemcpy from pageable memory, on the legacy stream)
+    // may return before the device is written; the updates and the
+    // exchange's packs run on non-blocking streams, ordered after nothing
+    if (heat::synchronize_device() != 0) throw st::StencilError("heat3d: the initial upload failed");
+    if (!heat::compute_stream()) throw st::StencilError("heat3d: no CUDA stream for the updates");
+  }
+#endif
   auto update = [&](const st::Subdomain& s, const st::Box& b) {
     for (int q = 0; q < o.quantities; ++q) {
 #ifdef HEAT_CUDA

@@ -45,6 +45,8 @@ void* compute_stream() {
   return stream;
 }
 
+int synchronize_device() { return static_cast<int>(cudaDeviceSynchronize()); }
+
 int synchronize(void* stream) { return static_cast<int>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
 
 int select_device(int local_rank) {

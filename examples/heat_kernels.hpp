@@ -19,11 +19,13 @@ struct UpdateArgs {
 // returns the launch's cudaError_t as int.
 int launch_update(const UpdateArgs& a, void* stream);
 int synchronize(void* stream);
+int synchronize_device();  // cudaDeviceSynchronize
 // The updates' stream (non-blocking, made once on the current device): an
 // application overlapping its interior update with the exchange computes on
 // its own stream, as Astaroth does; on the legacy default stream the halo
 // messages' GPU work would wait for the update (dtmpi orders its GPU work
-// after that stream, as the data a send reads may come from it).
+// after that stream, as the data a send reads may come from it). Null if it
+// could not be made.
 void* compute_stream();
 // The GPUs this process sees (0 without a usable one); selects GPU
 // local_rank % count, so the ranks of a node spread over its GPUs.

@@ -106,34 +106,51 @@ void add_pieces(const DomainImpl& d, const Region& r, char* packed, const Region
   }
 }
 
-enum GraphKind { kPackGraph = 0, kCopyGraph = 1, kUnpackGraph = 2 };
+// The kinds of move of an exchange: the index (with the parity) of their
+// launches and of their graphs.
+enum MoveKind { kPacks = 0, kCopies = 1, kUnpacks = 2 };
 
 // The launches of `kind` for the current swap() parity (one per GPU that has
-// pieces), their tables copied to each GPU once -- the pieces' pointers are
+// pieces), their tables copied to each GPU -- the pieces' pointers are
 // current()'s, the same every exchange of a parity, as for the graphs below.
-// Before any capture: the copies are not stream work a graph may hold.
-Status build_launches(DomainImpl& d, GraphKind kind) {
+// Made at realize() for both parities (build_all_launches): a failure there
+// is reported on every rank, where one in an exchange would leave the peers
+// waiting for this rank's messages.
+Status build_launches(DomainImpl& d, MoveKind kind) {
   auto& slot = d.launches[static_cast<size_t>(d.parity * 3 + kind)];
   if (slot) return ok_status();
   std::vector<std::vector<device::Piece>> pieces(d.devices.size());
-  if (kind == kCopyGraph) {
+  if (kind == kCopies) {
     for (const LocalCopy& c : d.copies) add_pieces(d, c.from, nullptr, &c.to, pieces);
   } else {
     for (Peer& p : d.peers) {
-      char* at = static_cast<char*>(kind == kPackGraph ? p.send_device : p.recv_device);
-      for (const Region& r : kind == kPackGraph ? p.send : p.recv) {
+      char* at = static_cast<char*>(kind == kPacks ? p.send_device : p.recv_device);
+      for (const Region& r : kind == kPacks ? p.send : p.recv) {
         add_pieces(d, r, at, nullptr, pieces);
         at += d.region_bytes(r);
       }
     }
   }
+  std::vector<device::BlockTable> tables;
+  for (std::vector<device::Piece>& gpu : pieces) {
+    std::erase_if(gpu, [](const device::Piece& p) { return p.words == 0; });
+    tables.push_back(device::block_table(gpu));
+    if (tables.back().blocks() == 0 && !gpu.empty())
+      return Error{MPI_ERR_NO_MEM, "dtmpi::stencil: a region of 2^32 tiles or more (4 TiB) cannot be moved"};
+  }
+  // the tables copied so far, freed again if a later GPU's copy fails
   std::vector<GpuLaunch> launches;
+  struct FreeOnError {
+    std::vector<GpuLaunch>& made;
+    bool keep = false;
+    ~FreeOnError() {
+      if (!keep)
+        for (GpuLaunch& l : made) cudaFree(l.table);
+    }
+  } guard{launches};
   OnDevice on;
   for (size_t g = 0; g < pieces.size(); ++g) {
-    std::erase_if(pieces[g], [](const device::Piece& p) { return p.words == 0; });
-    const device::BlockTable table = device::block_table(pieces[g]);
-    if (table.blocks() == 0 && !pieces[g].empty())
-      return Error{MPI_ERR_NO_MEM, "dtmpi::stencil: a region of 2^32 tiles or more cannot be moved"};
+    const device::BlockTable& table = tables[g];
     if (table.blocks() == 0) continue;
     DTMPI_TRY(on.use(d.devices[g]));
     const auto stream = static_cast<cudaStream_t>(d.streams[g]);
@@ -143,7 +160,7 @@ Status build_launches(DomainImpl& d, GraphKind kind) {
     GpuLaunch l;
     l.device = d.devices[g];
     DTMPI_CUDA_CHECK(cudaMalloc(&l.table, piece_bytes + block_bytes));
-    launches.push_back(l);  // owned by the slot from here (device_release frees it)
+    launches.push_back(l);
     char* base = static_cast<char*>(l.table);
     // on the stream that will launch them: ordered before the kernel (pageable
     // sources are staged before the call returns)
@@ -153,13 +170,35 @@ Status build_launches(DomainImpl& d, GraphKind kind) {
     launches.back().batch = {reinterpret_cast<const device::Piece*>(base),
                              reinterpret_cast<const device::BlockRef*>(base + piece_bytes), table.blocks()};
   }
-  slot = std::move(launches);
+  guard.keep = true;
+  slot = std::move(launches);  // device_release frees them
   return ok_status();
 }
 
+// Both parities' launches of every kind the exchange has: current()'s, then
+// next()'s (the subdomains' buffers swapped for the second and swapped back).
+Status build_all_launches(DomainImpl& d) {
+  Status made = ok_status();
+  for (int parity : {0, 1}) {
+    d.parity = parity;
+    if (parity == 1)
+      for (Subdomain& s : d.subs) std::swap(Access::current(s), Access::next(s));
+    for (MoveKind kind : {kPacks, kCopies, kUnpacks}) {
+      const bool used = kind == kCopies ? !d.copies.empty() : !d.peers.empty();
+      if (made && used) made = build_launches(d, kind);
+    }
+    if (parity == 1)
+      for (Subdomain& s : d.subs) std::swap(Access::current(s), Access::next(s));
+  }
+  d.parity = 0;
+  return made;
+}
+
 // Queues the launches of `kind` (built) on each GPU's exchange stream.
-Status launch_moves(DomainImpl& d, OnDevice& on, GraphKind kind, device::Move how) {
-  for (const GpuLaunch& l : *d.launches[static_cast<size_t>(d.parity * 3 + kind)]) {
+Status launch_moves(DomainImpl& d, OnDevice& on, MoveKind kind, device::Move how) {
+  const auto& slot = d.launches[static_cast<size_t>(d.parity * 3 + kind)];
+  if (!slot) return Error{MPI_ERR_INTERN, "dtmpi::stencil: an exchange's launches were not made at realize()"};
+  for (const GpuLaunch& l : *slot) {
     DTMPI_TRY(on.use(l.device));
     DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, l.batch, d.streams[device_index(d, l.device)])));
   }
@@ -173,7 +212,7 @@ Status launch_moves(DomainImpl& d, OnDevice& on, GraphKind kind, device::Move ho
 // one recording valid for all of them (thesis section 4.5.6). One GPU only
 // (device_allocate() turns graphs off for a rank on several).
 template <class Record>
-Status replay(DomainImpl& d, GraphKind kind, Record record) {
+Status replay(DomainImpl& d, MoveKind kind, Record record) {
   if (!d.graphs) return record();
   void*& slot = d.graph_exec[static_cast<size_t>(d.parity * 3 + kind)];
   if (!slot) {
@@ -221,13 +260,13 @@ Status stage_packed(DomainImpl& d, OnDevice& on, bool to_host) {
 
 Status record_pack(DomainImpl& d) {
   OnDevice on;
-  DTMPI_TRY(launch_moves(d, on, kPackGraph, device::Move::kPack));
+  DTMPI_TRY(launch_moves(d, on, kPacks, device::Move::kPack));
   return stage_packed(d, on, true);
 }
 
 Status record_copy_local(DomainImpl& d) {
   OnDevice on;
-  return launch_moves(d, on, kCopyGraph, device::Move::kCopy);
+  return launch_moves(d, on, kCopies, device::Move::kCopy);
 }
 
 Status record_unpack(DomainImpl& d) {
@@ -235,7 +274,7 @@ Status record_unpack(DomainImpl& d) {
   // device path: dtmpi's MPI_Waitall returned with the bytes in place
   // (docs/point-to-point.md: a receive completes once the data is there)
   DTMPI_TRY(stage_packed(d, on, false));
-  return launch_moves(d, on, kUnpackGraph, device::Move::kUnpack);
+  return launch_moves(d, on, kUnpacks, device::Move::kUnpack);
 }
 
 // Lets every pair of the rank's GPUs reach each other's memory (the copies
@@ -363,6 +402,7 @@ Status device_allocate(DomainImpl& d) {
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.send_host), sb));
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.recv_host), rb));
   }
+  DTMPI_TRY(build_all_launches(d));
   return sync_all(d);
 }
 
@@ -399,8 +439,7 @@ void device_release(DomainImpl& d) noexcept {
 
 Status device_pack(DomainImpl& d) {
   if (!d.peers.empty()) {
-    DTMPI_TRY(build_launches(d, kPackGraph));
-    DTMPI_TRY(replay(d, kPackGraph, [&] { return record_pack(d); }));
+    DTMPI_TRY(replay(d, kPacks, [&] { return record_pack(d); }));
   }
   // The bytes must be in place before MPI_Isend reads them: in host memory
   // (staged), or in the device buffer (device path) -- dtmpi orders its GPU
@@ -413,14 +452,12 @@ Status device_pack(DomainImpl& d) {
 Status device_copy_local(DomainImpl& d) {
   // queued behind the packs; finish_exchange() waits for the streams
   if (d.copies.empty()) return ok_status();
-  DTMPI_TRY(build_launches(d, kCopyGraph));
-  return replay(d, kCopyGraph, [&] { return record_copy_local(d); });
+  return replay(d, kCopies, [&] { return record_copy_local(d); });
 }
 
 Status device_unpack(DomainImpl& d) {
   if (!d.peers.empty()) {
-    DTMPI_TRY(build_launches(d, kUnpackGraph));
-    DTMPI_TRY(replay(d, kUnpackGraph, [&] { return record_unpack(d); }));
+    DTMPI_TRY(replay(d, kUnpacks, [&] { return record_unpack(d); }));
   }
   return sync_all(d);
 }

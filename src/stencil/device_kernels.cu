@@ -1,3 +1,6 @@
+// The stencil exchange's one kernel (device_kernels.hpp): every block moves
+// one tile of one piece (piece.hpp) -- a region of one quantity -- in the
+// word size the piece allows, for packs, same-GPU copies and unpacks alike.
 #include <cuda_runtime.h>
 
 #include "stencil/device_kernels.hpp"

@@ -12,6 +12,7 @@
 // host (the unit test moves bytes with the same function as the GPU).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #if defined(__CUDACC__)
@@ -50,8 +51,6 @@ struct FastDivider {
   }
 };
 
-// Pieces with fewer words than kFastLimit take the dividers; larger ones
-// (16 GiB of 8-byte words) divide in 64 bits.
 // Words one block moves: 256 threads x 4 words each, all loads before the stores.
 constexpr int kThreads = 256;
 constexpr int kWordsPerThread = 4;
@@ -67,13 +66,20 @@ struct Piece {
   FastDivider row, rows;                     // words a row, rows a plane
 };
 
+// Built by the host compiler, copied byte for byte to the GPU and read
+// there by nvcc's code: plain data of one layout for both.
+static_assert(std::is_trivially_copyable_v<Piece> && std::is_standard_layout_v<Piece>);
+static_assert(sizeof(FastDivider) == 16 && sizeof(Piece) == 96);
+
 // The word thread `thread` of a block moves as its k-th in tile `tile` of a
 // piece: a block's threads side by side (coalesced), k-th words kThreads apart.
 DTMPI_HOST_DEVICE inline uint64_t tile_word(uint64_t tile, int k, unsigned thread) {
   return tile * kTileWords + static_cast<uint64_t>(k) * kThreads + thread;
 }
 
-// Where word `i` of `p` lies on each side.
+// Where word `i` of `p` lies on each side. Pieces with fewer words than
+// kFastLimit take the dividers; larger ones (16 GiB of 8-byte words) divide
+// in 64 bits.
 DTMPI_HOST_DEVICE inline void piece_word(const Piece& p, uint64_t i, char*& mine, char*& other) {
   uint64_t x, y, z;
   if (p.words < kFastLimit) {
@@ -109,6 +115,7 @@ Piece make_piece(const PieceShape& shape, char* mem, int64_t pitch, int64_t slic
 struct BlockRef {
   uint32_t piece = 0, tile = 0;
 };
+static_assert(std::is_trivially_copyable_v<BlockRef> && sizeof(BlockRef) == 8);
 
 // The launch's blocks in order. Pieces of the same number of words take
 // turns tile by tile (tile 0 of each, then tile 1 of each, ...), so that

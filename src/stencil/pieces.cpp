@@ -18,9 +18,10 @@ Piece make_piece(const PieceShape& shape, char* mem, int64_t pitch, int64_t slic
     other_pitch = row_bytes;
     other_slice = row_bytes * shape.ny;
   }
-  // the widest load every row start on both sides is aligned to: 16 bytes
-  // for the rows of y and z faces in pitched allocations, 8 for most x faces
-  // (a row of `radius` doubles), down to bytes for odd element sizes
+  // the widest load every row start on both sides is aligned to: a face's
+  // rows start `radius` elements into a 512-byte-aligned row (8 bytes for
+  // doubles at radius 1 or 3), 16 where that offset and the element allow
+  // (16-byte elements), down to bytes for odd element sizes
   const auto aligned = [&](int64_t w) {
     const auto a = [w](int64_t v) { return v % w == 0; };
     return a(row_bytes) && a(static_cast<int64_t>(reinterpret_cast<uintptr_t>(mem))) &&

@@ -33,6 +33,10 @@ void run_like_the_kernel(Way way, const std::vector<dev::Piece>& pieces) {
         if (i >= p.words) continue;
         char *mine, *other;
         dev::piece_word(p, i, mine, other);
+        // the GPU loads and stores whole words: every address on both sides
+        // a multiple of the piece's word (memcpy here would not care)
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(mine) % p.word, 0u) << "piece " << t.order[b].piece;
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(other) % p.word, 0u) << "piece " << t.order[b].piece;
         if (way == Way::kUnpack) std::memcpy(mine, other, p.word);
         else std::memcpy(other, mine, p.word);
       }
