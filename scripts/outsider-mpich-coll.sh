@@ -11,6 +11,10 @@ S3='barrier:dissemination,allreduce:recdbl,reduce:binomial,allreduce:tree'
 # Bcast, the K-nomial Gather/Scatter
 S4='allgatherv:ring,gatherv:flat,scatterv:flat,alltoallv:pairwise,reduce_scatter:flat,bcast:chain,gather:knomial4,scatter:knomial8'
 S5='allgatherv:recdbl,alltoallv:flat,gather:knomial8,scatter:knomial4,reduce_scatter:flat'
+# session 21's algorithms: the K-ary trees, the K-nomial Bcast, the chain
+# Allreduce, Bruck's Alltoall (radix 2 and 4)
+S6='barrier:kary4,bcast:kary2,allreduce:chain,reduce:kary8,gather:kary4,scatter:kary2,alltoall:bruck'
+S7='barrier:kary8,bcast:knomial4,allreduce:kary4,reduce:kary2,gather:kary2,scatter:kary8,alltoall:bruck4'
 
 usage() {
   cat <<EOF
@@ -43,12 +47,14 @@ Steps:
   3. run each testlist entry at min(its rank count, NP_MAX) ranks (entries that
      become identical after the cap run once), with
        plain  timeout T mpiexec.openmpi --oversubscribe -n N ./prog args
-       S1..S5  the same with -x LD_PRELOAD=LIB -x DTMPI_COLL=<setting>
+       S1..S7  the same with -x LD_PRELOAD=LIB -x DTMPI_COLL=<setting>
      S1 = $S1
      S2 = $S2
      S3 = $S3
      S4 = $S4
      S5 = $S5
+     S6 = $S6
+     S7 = $S7
      A run PASSes when its output contains " No Errors" and it exits with 0;
      TIMEOUT when it ran past T seconds (exit 124/137); NOLOAD when ld.so
      could not preload LIB (counted as not passing); else FAIL. LIB is copied
@@ -64,9 +70,9 @@ Environment (optional):
   MPICH_TAG   the tag or commit to extract (default v4.0.2 where present, else HEAD)
   NP_MAX      the most ranks of one run (default 4)
   T           the time limit of one run in seconds (default 60)
-  CONFIGS     which configurations run (default "plain S1 S2 S3"; S4 and S5 on request)
+  CONFIGS     which configurations run (default "plain S1 S2 S3"; S4 to S7 on request)
   ONLY        a space-separated list of program names; only those run
-  S23_ALL     default 1: S2 and S3 run on every program; 0: only on programs whose
+  S23_ALL     default 1: S2, S3, S6 and S7 run on every program; 0: only on programs whose
               source calls an operation those settings name (barrier, bcast,
               allreduce, reduce, allgather, gather, scatter, alltoall, scan, exscan)
   STATS       default 1: the dtmpi runs also get -x DTMPI_STATS=1, and each line
@@ -210,6 +216,8 @@ for cfg in $CONFIGS; do
     S3) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S3") ;;
     S4) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S4") ;;
     S5) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S5") ;;
+    S6) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S6") ;;
+    S7) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S7") ;;
     *) echo "unknown configuration $cfg" >&2; exit 2 ;;
   esac
   [ "$cfg" != plain ] && [ "$STATS" = 1 ] && pre+=(-x DTMPI_STATS=1)
@@ -218,7 +226,7 @@ for cfg in $CONFIGS; do
     e=${e//^/ }
     IFS='|' read -r prog np a x <<< "$e"
     src=$(var "$prog" SOURCES); [ -n "$src" ] || src=$prog.c
-    if [ "$S23_ALL" != 1 ] && { [ "$cfg" = S2 ] || [ "$cfg" = S3 ]; } && ! grep -qE "$s23_ops" $src; then continue; fi
+    if [ "$S23_ALL" != 1 ] && { [ "$cfg" = S2 ] || [ "$cfg" = S3 ] || [ "$cfg" = S6 ] || [ "$cfg" = S7 ]; } && ! grep -qE "$s23_ops" $src; then continue; fi
     tag=$prog.np$np; [ -n "$a" ] && tag+=.$(echo "$a" | tr -c 'A-Za-z0-9=\n' _)
     log=$out/logs/$tag.$cfg.log
     t0=$SECONDS
