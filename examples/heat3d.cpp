@@ -286,12 +286,18 @@ int run(const Options& o, int rank, int size) {
                 static_cast<long long>(x.shm_bytes), static_cast<long long>(x.local_bytes));
   }
   if (o.bench > 0) {
-    d.exchange();  // warm
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double b0 = seconds();
-    for (int i = 0; i < o.bench; ++i) d.exchange();
-    double mine = (seconds() - b0) / o.bench, slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    // seconds per run of `body` (once to warm, then o.bench times between a
+    // barrier and the end), the slowest rank's
+    auto timed = [&](auto&& body) {
+      body();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = seconds();
+      for (int i = 0; i < o.bench; ++i) body();
+      double mine = (seconds() - t0) / o.bench, worst = 0;
+      MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      return worst;
+    };
+    const double slowest = timed([&] { d.exchange(); });
     const st::ExchangeStats x = d.stats();
     int64_t bytes = x.mpi_bytes + x.shm_bytes + x.local_bytes, most = 0;
     MPI_Allreduce(&bytes, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
@@ -311,12 +317,7 @@ int run(const Options& o, int rank, int size) {
       }
       MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
     };
-    limit_round();
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double l0 = seconds();
-    for (int i = 0; i < o.bench; ++i) limit_round();
-    double lmine = (seconds() - l0) / o.bench, lslowest = 0;
-    MPI_Allreduce(&lmine, &lslowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const double lslowest = timed(limit_round);
     if (rank == 0) {
       std::printf("heat3d: exchange alone: %.3f ms per exchange (%d exchanges, slowest rank), %.2f GB/s of halo "
                   "bytes (%lld bytes per exchange on the busiest rank), peer path %s\n",
@@ -336,15 +337,6 @@ int run(const Options& o, int rank, int size) {
 #ifdef HEAT_CUDA
         if (o.gpu && heat::synchronize(heat::compute_stream()) != 0) throw st::StencilError("heat3d: the update kernel failed");
 #endif
-      };
-      auto timed = [&](auto&& body) {
-        body();  // warm
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double c0 = seconds();
-        for (int i = 0; i < o.bench; ++i) body();
-        double t = (seconds() - c0) / o.bench, worst_t = 0;
-        MPI_Allreduce(&t, &worst_t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        return worst_t;
       };
       const double compute = timed([&] {
         for (const st::Subdomain& s : d.subdomains()) update(s, s.interior());

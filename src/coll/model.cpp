@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "coll/trees.hpp"
 
@@ -56,8 +57,11 @@ double kary_tree_scatter(const LogGP& p, int N, int64_t B, int k) {
   // every block below a parent passes it once per level: at most (N-1) x depth, k G B (N-1)/(k-1) as the thesis's
   return latency + k * p.G * static_cast<double>(B) * (N - 1) / std::max(k - 1, 1);
 }
-bool is_kary(Algorithm a) { return a == Algorithm::kKary2 || a == Algorithm::kKary4 || a == Algorithm::kKary8; }
-int kary_k(Algorithm a) { return a == Algorithm::kKary2 ? 2 : a == Algorithm::kKary4 ? 4 : 8; }
+// The children of a K-ary algorithm's nodes (ops.cpp's tree_of); 0 for any other.
+int kary_children_of(Algorithm a) {
+  const std::optional<Tree> t = tree_of(a);
+  return t && t->shape == Tree::Shape::kKary ? t->k : 0;
+}
 
 std::vector<Algorithm> algorithms_for(CollOpKind op) {
   switch (op) {
@@ -126,15 +130,15 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
         return levels(n, k) * (p.L + p.o + (k - 1) * p.g) + p.L + p.o;
       }
       // a parent reads its k children's lines per level
-      if (is_kary(a))
-        return tree_depth(n, Tree{Tree::Shape::kKary, kary_k(a)}) * (p.L + p.o + kary_k(a) * p.g) + p.L + p.o;
+      if (const int k = kary_children_of(a))
+        return tree_depth(n, Tree{Tree::Shape::kKary, k}) * (p.L + p.o + k * p.g) + p.L + p.o;
       return -1;
     case CollOpKind::kBcast:
     case CollOpKind::kReduce:
       // the binomial tree as the thesis's radix-2 tree; flat as radix n
       if (a == Algorithm::kBinomial) return kary_broadcast(p, n, bytes, 2);
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) return kary_broadcast(p, n, bytes, radix_of(a));
-      if (is_kary(a)) return kary_tree_broadcast(p, n, bytes, kary_k(a));
+      if (const int k = kary_children_of(a)) return kary_tree_broadcast(p, n, bytes, k);
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
       if (a == Algorithm::kChain) {
         // n-1 hops of the first segment, then one segment per hop behind it
@@ -155,7 +159,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       // the K-nomial reduce, then one read of the result (every rank at once)
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8)
         return kary_broadcast(p, n, bytes, radix_of(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
-      if (is_kary(a)) return kary_tree_broadcast(p, n, bytes, kary_k(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
+      if (const int k = kary_children_of(a)) return kary_tree_broadcast(p, n, bytes, k) + p.L + p.o + (n - 1) * p.g + p.G * B;
       if (a == Algorithm::kChain) {
         // the first segment's n-1 hops to rank 0 and n-1 back around the
         // ring, then a segment every n/2 hops (reduce_ops.cpp: a chunk ends
@@ -177,7 +181,7 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (a == Algorithm::kBinomial) return kary_scatter(p, n, 1, bytes, 2);
       // the K-nomial trees as the thesis's K-ary ones of the same radix
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) return kary_scatter(p, n, 1, bytes, radix_of(a));
-      if (is_kary(a)) return kary_tree_scatter(p, n, bytes, kary_k(a));
+      if (const int k = kary_children_of(a)) return kary_tree_scatter(p, n, bytes, k);
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_scatter(p, n, 1, bytes, n);
       return -1;
     case CollOpKind::kAlltoall: {

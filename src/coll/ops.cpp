@@ -248,10 +248,9 @@ std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, v
   const int64_t bytes = int64_t{count} * size;
   if (bytes <= 0) return nullptr;
   const bool contiguous = tlb == 0 && textent == size && (count == 1 || extent == size);
-  // the chain's segment: a quarter of the scratch (so that a message of a
-  // slot's size already pipelines in four), at least 4 KiB
+  // the chain's segment of the scratch slot, in whole cache lines
   const size_t slot = st->seg->scratch_bytes();
-  const size_t chunk = a == Algorithm::kChain ? std::max<size_t>(std::min<size_t>(4096, slot), slot / 4 / 64 * 64) : slot;
+  const size_t chunk = a == Algorithm::kChain ? chain_segment(slot, 64) : slot;
   if (contiguous) {
     return std::make_unique<Bcast>(std::move(st), a, static_cast<char*>(buf), bytes, root, chunk);
   }

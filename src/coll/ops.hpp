@@ -64,6 +64,15 @@ enum class Algorithm {
 // K-ary 2, 4 and 8; nullopt for the others.
 std::optional<Tree> tree_of(Algorithm a);
 
+// The segment of a chain algorithm (Bcast, Reduce, Allreduce) in a region of
+// `room` bytes: a quarter of it (so that a message of a region's size already
+// pipelines in four), at least 4 KiB where the region holds that, rounded
+// down to a multiple of `align` bytes.
+inline size_t chain_segment(size_t room, size_t align) {
+  const size_t quarter = room / 4 / align * align, floor = room < 4096 ? room : 4096;
+  return quarter > floor ? quarter : floor;
+}
+
 // The radix of a K-nomial or Bruck algorithm (2 for the binomial ones and bruck).
 inline int radix_of(Algorithm a) {
   return a == Algorithm::kKnomial4 || a == Algorithm::kBruck4 ? 4 : a == Algorithm::kKnomial8 ? 8 : 2;

@@ -370,15 +370,14 @@ class ChainReduce final : public ChunkedReduction {
   int64_t segments_;
 };
 
-// The chain's segment: a quarter of one of its two regions (so that a
-// message of a region's size already pipelines in four), at least 4 KiB -- as
-// the chain Bcast's; an element larger than a region leaves the call to the
+// The chain's segment of one of its two regions (ops.hpp's chain_segment),
+// in whole elements; an element larger than a region leaves the call to the
 // system MPI. Allreduce (`all`): a chunk more, for the last segment's broadcast.
 std::unique_ptr<CollOp> make_chain(std::shared_ptr<CommState> st, const void* in, void* out, int count,
                                    const Reducer& r, int root, bool all) {
   const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / 2) - 64;
   if (r.elem <= 0 || r.elem > room) return nullptr;
-  const int64_t cap = std::max<int64_t>(1, std::max<int64_t>(std::min<int64_t>(4096, room), room / 4) / r.elem);
+  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(chain_segment(static_cast<size_t>(room), 1)) / r.elem);
   const int64_t segments = (count + cap - 1) / cap;
   const uint64_t chunks = static_cast<uint64_t>(segments + (all && st->size > 1 ? 1 : 0));
   return std::make_unique<ChainReduce>(std::move(st), chunks, cap, 2, count, r, in, out, root, all, segments);

@@ -69,9 +69,11 @@ Status sync_all(const DomainImpl& d) {
   return ok_status();
 }
 
-char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p) {
+// Point p of quantity q in the buffer a swap() parity makes current():
+// current() at realize() for parity 0, next() for parity 1.
+char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p, int parity) {
   const Box a = s.allocated();
-  return static_cast<char*>(s.current_data(q)) + ((p.z - a.lo.z) * a.size().y + (p.y - a.lo.y)) * s.pitch(q) +
+  return static_cast<char*>(parity == 0 ? s.current_data(q) : s.next_data(q)) + ((p.z - a.lo.z) * a.size().y + (p.y - a.lo.y)) * s.pitch(q) +
          (p.x - a.lo.x) * esize;
 }
 
@@ -81,7 +83,7 @@ char* point(const Subdomain& s, int q, int64_t esize, const Dim3& p) {
 // access where that is another GPU). `packed`: where the region's bytes
 // start in the packed buffer (pack/unpack), quantity after quantity as on
 // the host; `to`: the destination region of a copy.
-void add_pieces(const DomainImpl& d, const Region& r, char* packed, const Region* to,
+void add_pieces(const DomainImpl& d, int parity, const Region& r, char* packed, const Region* to,
                 std::vector<std::vector<device::Piece>>& out) {
   const Subdomain& s = d.subs[static_cast<size_t>(r.sub)];
   std::vector<device::Piece>& gpu = out[device_index(d, s.device())];
@@ -96,11 +98,12 @@ void add_pieces(const DomainImpl& d, const Region& r, char* packed, const Region
     const int64_t slice = s.pitch(qi) * s.allocated().size().y;
     if (to) {
       const Subdomain& t = d.subs[static_cast<size_t>(to->sub)];
-      gpu.push_back(device::make_piece(shape, point(s, qi, esize, b.lo), s.pitch(qi), slice,
-                                       point(t, qi, esize, to->boxes[q].lo), t.pitch(qi),
+      gpu.push_back(device::make_piece(shape, point(s, qi, esize, b.lo, parity), s.pitch(qi), slice,
+                                       point(t, qi, esize, to->boxes[q].lo, parity), t.pitch(qi),
                                        t.pitch(qi) * t.allocated().size().y));
     } else {
-      gpu.push_back(device::make_piece(shape, point(s, qi, esize, b.lo), s.pitch(qi), slice, packed + offset, 0, 0));
+      gpu.push_back(
+          device::make_piece(shape, point(s, qi, esize, b.lo, parity), s.pitch(qi), slice, packed + offset, 0, 0));
     }
     offset += n.volume() * esize;
   }
@@ -110,23 +113,22 @@ void add_pieces(const DomainImpl& d, const Region& r, char* packed, const Region
 // launches and of their graphs.
 enum MoveKind { kPacks = 0, kCopies = 1, kUnpacks = 2 };
 
-// The launches of `kind` for the current swap() parity (one per GPU that has
-// pieces), their tables copied to each GPU -- the pieces' pointers are
-// current()'s, the same every exchange of a parity, as for the graphs below.
-// Made at realize() for both parities (build_all_launches): a failure there
-// is reported on every rank, where one in an exchange would leave the peers
-// waiting for this rank's messages.
-Status build_launches(DomainImpl& d, MoveKind kind) {
-  auto& slot = d.launches[static_cast<size_t>(d.parity * 3 + kind)];
-  if (slot) return ok_status();
+// The launches of `kind` for swap() parity `parity` (one per GPU that has
+// pieces), their tables copied to each GPU -- the pieces' pointers are those
+// of the parity's current() buffers, the same every exchange of a parity, as
+// for the graphs below. Made at realize() for both parities
+// (build_all_launches): a failure there is reported on every rank, where one
+// in an exchange would leave the peers waiting for this rank's messages.
+Status build_launches(DomainImpl& d, MoveKind kind, int parity) {
+  auto& slot = d.launches[static_cast<size_t>(parity * 3 + kind)];
   std::vector<std::vector<device::Piece>> pieces(d.devices.size());
   if (kind == kCopies) {
-    for (const LocalCopy& c : d.copies) add_pieces(d, c.from, nullptr, &c.to, pieces);
+    for (const LocalCopy& c : d.copies) add_pieces(d, parity, c.from, nullptr, &c.to, pieces);
   } else {
     for (Peer& p : d.peers) {
       char* at = static_cast<char*>(kind == kPacks ? p.send_device : p.recv_device);
       for (const Region& r : kind == kPacks ? p.send : p.recv) {
-        add_pieces(d, r, at, nullptr, pieces);
+        add_pieces(d, parity, r, at, nullptr, pieces);
         at += d.region_bytes(r);
       }
     }
@@ -175,23 +177,13 @@ Status build_launches(DomainImpl& d, MoveKind kind) {
   return ok_status();
 }
 
-// Both parities' launches of every kind the exchange has: current()'s, then
-// next()'s (the subdomains' buffers swapped for the second and swapped back).
+// Both parities' launches of every kind the exchange has (at realize():
+// parity 0 reads and writes current(), parity 1 next()).
 Status build_all_launches(DomainImpl& d) {
-  Status made = ok_status();
-  for (int parity : {0, 1}) {
-    d.parity = parity;
-    if (parity == 1)
-      for (Subdomain& s : d.subs) std::swap(Access::current(s), Access::next(s));
-    for (MoveKind kind : {kPacks, kCopies, kUnpacks}) {
-      const bool used = kind == kCopies ? !d.copies.empty() : !d.peers.empty();
-      if (made && used) made = build_launches(d, kind);
-    }
-    if (parity == 1)
-      for (Subdomain& s : d.subs) std::swap(Access::current(s), Access::next(s));
-  }
-  d.parity = 0;
-  return made;
+  for (int parity : {0, 1})
+    for (MoveKind kind : {kPacks, kCopies, kUnpacks})
+      if (kind == kCopies ? !d.copies.empty() : !d.peers.empty()) DTMPI_TRY(build_launches(d, kind, parity));
+  return ok_status();
 }
 
 // Queues the launches of `kind` (built) on each GPU's exchange stream.
