@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "coll/ops.hpp"
 #include "coll/trees.hpp"
@@ -30,8 +31,6 @@ class ChunkedReduction : public CollOp {
         count_(count), r_(r), cap_(cap) {
     region_bytes_ = (static_cast<size_t>(cap_ * r_.elem) + 63) / 64 * 64;
     (void)regions;
-    st_->acc.resize(static_cast<size_t>(cap_ * r_.elem));
-    st_->tmp.resize(static_cast<size_t>(cap_ * r_.elem));
   }
 
  protected:
@@ -40,7 +39,14 @@ class ChunkedReduction : public CollOp {
   size_t bytes() const { return static_cast<size_t>(m() * r_.elem); }
   const char* in() const { return in_ + first() * r_.elem; }
   char* out() const { return out_ ? out_ + first() * r_.elem : nullptr; }
-  char* tmp() const { return st_->tmp.data(); }
+  // The lane's work buffers (CommState::acc, tmp), sized here, while this
+  // operation runs, and only ever grown: never in the constructor, where an
+  // earlier operation of the lane may still hold a partial result in them (a
+  // smaller cap shrank `acc` under it and the regrowth zeroed its tail: an
+  // MPI_Ireduce lost a rank's part when an MPI_Iallreduce of another
+  // algorithm started meanwhile, CI 2026-11-27).
+  char* acc_buf() { return work(st_->acc); }
+  char* tmp() { return work(st_->tmp); }
   void check(int rc) {
     if (rc != MPI_SUCCESS) fail(rc);
   }
@@ -54,6 +60,12 @@ class ChunkedReduction : public CollOp {
       check(r_.right(acc, region(child, 0), m(), tmp()));
     }
     return true;
+  }
+
+  char* work(std::vector<char>& v) const {
+    const auto need = static_cast<size_t>(cap_ * r_.elem);
+    if (v.size() < need) v.resize(need);
+    return v.data();
   }
 
   const char* in_;

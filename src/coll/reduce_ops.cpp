@@ -212,7 +212,7 @@ class Reduce final : public ChunkedReduction {
   bool tree() {
     const int tree_root = r_.commutative ? root_ : 0;
     const int vr = (me() - tree_root + n()) % n();
-    char* acc = me() == root_ ? out() : st_->acc.data();
+    char* acc = me() == root_ ? out() : acc_buf();
     if (phase_ == 0) {
       if (tree_.child(vr, n(), 0) < 0 && vr != 0) {  // a leaf publishes its input as it is
         Seg::put(region(me(), 0), in(), bytes());
@@ -251,7 +251,7 @@ class Reduce final : public ChunkedReduction {
     for (; index_ < n(); ++index_)
       if (index_ != me() && !ready(index_, 0)) return false;
     auto part = [&](int j) -> const char* { return j == me() ? in() : region(j, 0); };
-    char* acc = st_->acc.data();
+    char* acc = acc_buf();
     std::memcpy(acc, part(n() - 1), bytes());
     for (int j = n() - 2; j >= 0; --j) check(r_.left(part(j), acc, m()));
     std::memcpy(out(), acc, bytes());
@@ -327,7 +327,7 @@ class ChainReduce final : public ChunkedReduction {
       // rank's), built in my region for vr - 1; the root's in its own
       // buffer first (its input may be its output: MPI_IN_PLACE)
       const bool result_here = vr == 0 && me() == root_;
-      char* acc = result_here ? st_->acc.data() : region(me(), vr == 0 ? 1 : 0);
+      char* acc = result_here ? acc_buf() : region(me(), vr == 0 ? 1 : 0);
       std::memcpy(acc, region(next, 0), bytes());
       check(r_.left(in(), acc, m()));
       if (result_here) {

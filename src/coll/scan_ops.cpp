@@ -71,7 +71,7 @@ class LinearScan final : public ChunkedReduction {
 
  private:
   bool advance() override {
-    char* acc = st_->acc.data();  // the inclusive prefix up to this rank
+    char* acc = acc_buf();  // the inclusive prefix up to this rank
     if (phase_ == 0) {
       std::memcpy(acc, in(), bytes());  // (in place: the input is in out(), read before it is overwritten)
       phase_ = 1;
@@ -105,7 +105,7 @@ class RecursiveDoublingScan final : public ChunkedReduction {
 
  private:
   bool advance() override {
-    char* p = st_->acc.data();
+    char* p = acc_buf();
     if (phase_ == 0) {
       std::memcpy(p, in(), bytes());
       phase_ = 1;

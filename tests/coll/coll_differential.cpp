@@ -191,6 +191,90 @@ TEST(Coll, NonBlockingInFlight) {
   }
 }
 
+// Non-blocking reductions of different shapes in flight together (element
+// sizes, algorithms: each sizes its chunks differently), one rank late each
+// round so that the others stop midway through the first operation: a later
+// operation's start must not touch what an earlier one still holds (the
+// lane's work buffers were resized by each new operation's constructor: an
+// MPI_Ireduce lost a rank's part of its second half, CI 2026-11-27).
+void add_ints(void* in, void* inout, int* len, MPI_Datatype*) {
+  const int* a = static_cast<const int*>(in);
+  int* b = static_cast<int*>(inout);
+  for (int i = 0; i < *len * 3; ++i) b[i] += a[i];
+}
+TEST(Coll, NonBlockingReductionsOfEveryShapeInFlight) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Datatype triple = MPI_DATATYPE_NULL;  // 12 bytes: a chunk of its own size
+  MPI_Type_contiguous(3, MPI_INT, &triple);
+  MPI_Type_commit(&triple);
+  MPI_Op add3 = MPI_OP_NULL;
+  MPI_Op_create(add_ints, 1, &add3);
+  for (int late = 0; late < n; ++late) {
+    const int root = (late + 1) % n;
+    // 0: Ireduce of doubles (several chunks), 1: Iallreduce of doubles,
+    // 2: Ireduce of triples, 3: Iscan of ints, 4: Iallreduce of triples
+    struct Op {
+      MPI_Datatype type;
+      int count, elems;  // elements of type, ints or doubles in them
+    };
+    const Op ops[] = {{MPI_DOUBLE, 40000, 40000}, {MPI_DOUBLE, 30000, 30000}, {triple, 20000, 60000},
+                      {MPI_INT, 25000, 25000}, {triple, 9000, 27000}};
+    std::vector<std::vector<double>> d(2), dref(2);
+    std::vector<std::vector<int>> v(3), vref(3);
+    for (int i = 0; i < 2; ++i) {
+      d[i].resize(static_cast<size_t>(ops[i].elems));
+      for (size_t j = 0; j < d[i].size(); ++j) d[i][j] = me * 1000.0 + static_cast<double>((j * 7 + i) % 97);
+      dref[i] = d[i];
+    }
+    for (int i = 0; i < 3; ++i) {
+      v[i].resize(static_cast<size_t>(ops[2 + i].elems));
+      for (size_t j = 0; j < v[i].size(); ++j) v[i][j] = (me + 1) * static_cast<int>((j + static_cast<size_t>(i)) % 13);
+      vref[i] = v[i];
+    }
+    std::vector<double> dsink(d[0].size());
+    std::vector<int> vsink(v[0].size()), scanned(v[1].size()), scanned_ref(v[1].size());
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::vector<MPI_Request> reqs(5, MPI_REQUEST_NULL);
+    auto progress = [&] {  // the ranks on time go as far as they can without the late one
+      for (int t = 0; t < 3; ++t) {
+        int done = 0;
+        ASSERT_EQ(MPI_Test(&reqs[0], &done, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      }
+    };
+    ASSERT_EQ(MPI_Ireduce(me == root ? MPI_IN_PLACE : d[0].data(), me == root ? d[0].data() : dsink.data(),
+                          ops[0].count, MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+    progress();
+    ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, d[1].data(), ops[1].count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &reqs[1]),
+              MPI_SUCCESS);
+    progress();
+    ASSERT_EQ(MPI_Ireduce(me == root ? MPI_IN_PLACE : v[0].data(), me == root ? v[0].data() : vsink.data(),
+                          ops[2].count, triple, add3, root, MPI_COMM_WORLD, &reqs[2]), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Iscan(v[1].data(), scanned.data(), ops[3].count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[3]),
+              MPI_SUCCESS);
+    ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, v[2].data(), ops[4].count, triple, add3, MPI_COMM_WORLD, &reqs[4]),
+              MPI_SUCCESS);
+    ASSERT_EQ(MPI_Waitall(5, reqs.data(), MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    PMPI_Reduce(me == root ? MPI_IN_PLACE : dref[0].data(), me == root ? dref[0].data() : dsink.data(), ops[0].count,
+                MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, dref[1].data(), ops[1].count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce(me == root ? MPI_IN_PLACE : vref[0].data(), me == root ? vref[0].data() : vsink.data(), ops[2].count,
+                triple, add3, root, MPI_COMM_WORLD);
+    PMPI_Scan(vref[1].data(), scanned_ref.data(), ops[3].count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, vref[2].data(), ops[4].count, triple, add3, MPI_COMM_WORLD);
+    if (me == root) {
+      EXPECT_TRUE(d[0] == dref[0]) << "Ireduce of doubles, late rank " << late;
+      EXPECT_TRUE(v[0] == vref[0]) << "Ireduce of triples, late rank " << late;
+    }
+    EXPECT_TRUE(d[1] == dref[1]) << "Iallreduce of doubles, late rank " << late;
+    EXPECT_TRUE(scanned == scanned_ref) << "Iscan, late rank " << late;
+    EXPECT_TRUE(v[2] == vref[2]) << "Iallreduce of triples, late rank " << late;
+  }
+  MPI_Op_free(&add3);
+  MPI_Type_free(&triple);
+}
+
 // Where DTMPI_COLL names dtmpi's Allreduce for non-blocking calls too (not on
 // emulated nodes, DTMPI_RANKS_PER_NODE: a communicator across them is served
 // hierarchically, blocking calls only), and the setting itself.
