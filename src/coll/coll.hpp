@@ -120,6 +120,10 @@ Result<bool> scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype
                       MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request* req);
 Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
                        const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req);
+// Alltoallw: Alltoallv's algorithm (DTMPI_COLL's alltoallv, the table's
+// Alltoallv cells) once every block is bytes.
+Result<bool> alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb, const int* rc,
+                       const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req);
 // MPI_Reduce_scatter: rank j's result is counts[j] elements (contiguous
 // types, like the other reductions; every rank knows every count).
 Result<bool> reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype type, MPI_Op op,

@@ -1,4 +1,4 @@
-// The entries of the v forms: Allgatherv, Gatherv, Scatterv, Alltoallv (any
+// The entries of the v forms: Allgatherv, Gatherv, Scatterv, Alltoallv, Alltoallw (any
 // datatype; a side whose elements do not lie back to back is packed block by
 // block: coll/sides.hpp). Whether dtmpi serves, the algorithm and the chunks
 // depend on the largest block, which must be the same on every rank:
@@ -12,12 +12,15 @@
 // non-blocking one is one operation of its lane (AgreedV below): the
 // agreement, then dtmpi's algorithm for the data.
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
 #include "coll/entry.hpp"
 #include "coll/sides.hpp"
+#include "runtime/stats.hpp"
+#include "transport/engine.hpp"
 
 namespace dtmpi::coll {
 
@@ -292,6 +295,87 @@ Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
         VParts<VSide, VSide> p;
         p.recv = vside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
         p.send = in_place ? VSide{} : vside(sb, n, sc, sd, st, true, comm, pack_rc);
+        p.from = in_place ? p.recv.data : p.send.data;
+        p.to = p.recv.data;
+        p.v.recvs = p.recv.blocks;
+        p.v.sends = in_place ? p.recv.blocks : p.send.blocks;
+        return p;
+      },
+      [](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
+        return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
+      });
+}
+
+namespace {
+
+// A request complete from its start (the 1-rank Alltoallw's).
+class Finished final : public transport::Operation {
+ public:
+  explicit Finished(int code) { error = code; }
+  bool step() override { return true; }
+};
+
+// Alltoallw on one rank: a copy of the send block into the receive block,
+// done here whatever DTMPI_COLL says. Open MPI 4.1's own (coll/self) takes
+// the displacements for extents of the types instead of bytes: the wrong
+// place, past the buffer's end (seen by CollV.AlltoallwMatchesSystem on its
+// 1-rank halves; a plain C program without dtmpi shows it too).
+Result<bool> alltoallw_self(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb,
+                            const int* rc, const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
+  runtime::count(runtime::Counter::kTunedCollectives);
+  int code = MPI_SUCCESS;
+  if (sb != MPI_IN_PLACE && (sc[0] > 0 || rc[0] > 0)) {  // in place, the block is its own destination
+    VSide send = wside(sb, 1, sc, sd, st, true, comm, code);
+    VSide recv = wside(rb, 1, rc, rd, rt, false, comm, code);
+    const int64_t sent = send.blocks.bytes[0], room = recv.blocks.bytes[0];
+    if (sent > room && code == MPI_SUCCESS) code = MPI_ERR_TRUNCATE;
+    if (const int64_t n = std::min(sent, room); n > 0)
+      std::memmove(recv.data + recv.blocks.offset[0], send.data + send.blocks.offset[0], static_cast<size_t>(n));
+    if (recv.is_packed && code == MPI_SUCCESS) code = unpacker(recv, comm)();
+  }
+  if (!req) {
+    if (code != MPI_SUCCESS) return Error{code, "MPI_Alltoallw on one rank"};
+    return true;
+  }
+  DTMPI_TRY(transport::start_with_request(std::make_unique<Finished>(code), req));
+  return true;
+}
+
+}  // namespace
+
+// Alltoallw: Alltoallv's algorithms once each block is bytes (a block of
+// another type per peer, packed where its elements do not lie back to back;
+// displacements in bytes), chosen as Alltoallv's for the largest block.
+Result<bool> alltoallw(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb, const int* rc,
+                       const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
+  const bool in_place = sb == MPI_IN_PLACE;
+  const int n = size_of(comm);
+  if (n == 1 && rc && rd && rt && (in_place || (sc && sd && st)) && (rc[0] <= 0 || rt[0] != MPI_DATATYPE_NULL) &&
+      (in_place || sc[0] <= 0 || st[0] != MPI_DATATYPE_NULL)) {
+    int inter = 0;
+    REAL(MPI_Comm_test_inter)(comm, &inter);
+    if (!inter) return alltoallw_self(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+  }
+  if (auto m = may_serve(comm, req); !m || !m.value()) return m;
+  if (n <= 0 || !rc || !rd || !rt || (!in_place && (!sc || !sd || !st))) return false;
+  // a block of elements needs a type (the system MPI reports the error)
+  for (int j = 0; j < n; ++j)
+    if ((rc[j] > 0 && rt[j] == MPI_DATATYPE_NULL) || (!in_place && sc[j] > 0 && st[j] == MPI_DATATYPE_NULL))
+      return false;
+  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
+  if (!state) return state.error();
+  if (!state.value()) return false;
+  int64_t mine = 0;
+  for (int j = 0; j < n; ++j) {
+    mine = std::max(mine, block_bytes(rc[j], rt[j]));
+    if (!in_place) mine = std::max(mine, block_bytes(sc[j], st[j]));
+  }
+  return agreed_v(
+      CollOpKind::kAlltoallv, std::move(state.value()), mine, comm, req,
+      [&](int& pack_rc) {
+        VParts<VSide, VSide> p;
+        p.recv = wside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
+        p.send = in_place ? VSide{} : wside(sb, n, sc, sd, st, true, comm, pack_rc);
         p.from = in_place ? p.recv.data : p.send.data;
         p.to = p.recv.data;
         p.v.recvs = p.recv.blocks;

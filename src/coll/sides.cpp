@@ -69,37 +69,62 @@ Side side(const void* buf, int64_t count, MPI_Datatype t, bool read, MPI_Comm co
   return s;
 }
 
+namespace {
+
+// Lays out the blocks (disp, counts, types set): the user's bytes where every
+// block's elements lie back to back there, else a packed copy, block after
+// block.
+void lay_out(VSide& s, bool read, MPI_Comm comm, int& rc) {
+  const size_t n = s.counts.size();
+  s.blocks.bytes.resize(n);
+  s.blocks.offset.resize(n);
+  s.is_packed = false;
+  for (size_t j = 0; j < n; ++j)
+    if (s.counts[j] > 0 && !contiguous(s.counts[j], s.types[j])) s.is_packed = true;
+  int64_t total = 0;
+  for (size_t j = 0; j < n; ++j) {
+    s.blocks.bytes[j] = block_bytes(s.counts[j], s.types[j]);
+    s.blocks.offset[j] = s.is_packed ? total : s.disp[j];
+    total += s.blocks.bytes[j];
+  }
+  if (!s.is_packed) {
+    s.data = static_cast<char*>(s.user);
+    return;
+  }
+  s.packed.resize(static_cast<size_t>(total));
+  s.data = s.packed.data();
+  for (size_t j = 0; read && j < n; ++j) {
+    if (s.counts[j] <= 0) continue;
+    const int r = pack_into(static_cast<const char*>(s.user) + s.disp[j], s.counts[j], s.types[j],
+                            s.data + s.blocks.offset[j], s.blocks.bytes[j], comm);
+    if (rc == MPI_SUCCESS) rc = r;
+  }
+}
+
+}  // namespace
+
+int64_t block_bytes(int count, MPI_Datatype t) { return count > 0 ? bytes_of(count, t) : 0; }
+
 VSide vside(const void* buf, int n, const int* counts, const int* displs, MPI_Datatype t, bool read, MPI_Comm comm,
             int& rc) {
   VSide s;
   s.user = const_cast<void*>(buf);
   s.counts.assign(counts, counts + n);
-  s.displs.assign(displs, displs + n);
-  s.type = t;
-  const int64_t size = bytes_of(1, t);
+  s.types.assign(static_cast<size_t>(n), t);
   const MPI_Aint extent = extent_of(t);
-  s.blocks.bytes.resize(static_cast<size_t>(n));
-  s.blocks.offset.resize(static_cast<size_t>(n));
-  // elements back to back (the predefined types, contiguous derived ones):
-  // the blocks are the user's bytes where they lie
-  s.is_packed = !contiguous(2, t);
-  int64_t total = 0;
-  for (int j = 0; j < n; ++j) {
-    s.blocks.bytes[j] = size * counts[j];
-    s.blocks.offset[j] = s.is_packed ? total : int64_t{displs[j]} * extent;
-    total += s.blocks.bytes[j];
-  }
-  if (!s.is_packed) {
-    s.data = static_cast<char*>(s.user);
-    return s;
-  }
-  s.packed.resize(static_cast<size_t>(total));
-  s.data = s.packed.data();
-  for (int j = 0; read && j < n; ++j) {
-    const int r = pack_into(static_cast<const char*>(buf) + int64_t{displs[j]} * extent, counts[j], t,
-                            s.data + s.blocks.offset[j], s.blocks.bytes[j], comm);
-    if (rc == MPI_SUCCESS) rc = r;
-  }
+  for (int j = 0; j < n; ++j) s.disp.push_back(int64_t{displs[j]} * extent);
+  lay_out(s, read, comm, rc);
+  return s;
+}
+
+VSide wside(const void* buf, int n, const int* counts, const int* displs, const MPI_Datatype* types, bool read,
+            MPI_Comm comm, int& rc) {
+  VSide s;
+  s.user = const_cast<void*>(buf);
+  s.counts.assign(counts, counts + n);
+  s.types.assign(types, types + n);
+  s.disp.assign(displs, displs + n);
+  lay_out(s, read, comm, rc);
   return s;
 }
 
@@ -109,12 +134,11 @@ std::function<int()> unpacker(const Side& s, MPI_Comm comm) {
 }
 
 std::function<int()> unpacker(const VSide& s, MPI_Comm comm) {
-  return [data = s.data, user = static_cast<char*>(s.user), counts = s.counts, displs = s.displs,
-          blocks = s.blocks, type = s.type, comm] {
-    const MPI_Aint extent = extent_of(type);
+  return [data = s.data, user = static_cast<char*>(s.user), counts = s.counts, disp = s.disp, types = s.types,
+          blocks = s.blocks, comm] {
     for (size_t j = 0; j < counts.size(); ++j) {
-      const int r = unpack_from(data + blocks.offset[j], blocks.bytes[j], user + int64_t{displs[j]} * extent,
-                                counts[j], type, comm);
+      if (counts[j] <= 0) continue;
+      const int r = unpack_from(data + blocks.offset[j], blocks.bytes[j], user + disp[j], counts[j], types[j], comm);
       if (r != MPI_SUCCESS) return r;
     }
     return MPI_SUCCESS;

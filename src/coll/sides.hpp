@@ -26,16 +26,18 @@ struct Side {
   MPI_Datatype type = MPI_DATATYPE_NULL;
 };
 
-// A side of n blocks of their own sizes and places (the v forms): block j is
-// counts[j] elements of `type` at displs[j] extents into the user's buffer;
-// `blocks` says where each lies in `data`.
+// A side of n blocks of their own sizes and places (the v and w forms):
+// block j is counts[j] elements of types[j] at disp[j] bytes into the user's
+// buffer (the v forms: one type, displacements in its extents); `blocks` says
+// where each lies in `data`.
 struct VSide {
   char* data = nullptr;
   std::vector<char> packed;
   bool is_packed = false;
   void* user = nullptr;
-  std::vector<int> counts, displs;
-  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::vector<int> counts;
+  std::vector<int64_t> disp;
+  std::vector<MPI_Datatype> types;
   Blocks blocks;
 };
 
@@ -46,6 +48,12 @@ bool contiguous(int64_t count, MPI_Datatype t);
 Side side(const void* buf, int64_t count, MPI_Datatype t, bool read, MPI_Comm comm, int& rc);
 VSide vside(const void* buf, int n, const int* counts, const int* displs, MPI_Datatype t, bool read, MPI_Comm comm,
             int& rc);
+// The w form (Alltoallw): block j is counts[j] elements of types[j] at
+// displs[j] bytes. A block of no elements may name MPI_DATATYPE_NULL.
+VSide wside(const void* buf, int n, const int* counts, const int* displs, const MPI_Datatype* types, bool read,
+            MPI_Comm comm, int& rc);
+// The bytes of block j of such a call (0 for no elements, whatever the type).
+int64_t block_bytes(int count, MPI_Datatype t);
 
 // What unpacks a packed receive side into the user's layout.
 std::function<int()> unpacker(const Side& s, MPI_Comm comm);

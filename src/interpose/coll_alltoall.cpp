@@ -65,6 +65,10 @@ dtmpi::Status alltoallw(const void* sb, const int* sc, const int* sd, const MPI_
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
                           const auto b = args(r, rb, rc, rd, rt);
+                          auto served = dtmpi::coll::alltoallw(a.buf, a.counts, a.displs, a.types, b.buf, b.counts,
+                                                               b.displs, b.types, comm, q);
+                          if (!served) return served.error().code;
+                          if (served.value()) return MPI_SUCCESS;
                           return q ? REAL(MPI_Ialltoallw)(a.buf, a.counts, a.displs, a.types,
                                                           b.buf, b.counts, b.displs, b.types, comm, q)
                                    : REAL(MPI_Alltoallw)(a.buf, a.counts, a.displs, a.types,

@@ -1,4 +1,4 @@
-// dtmpi's Allgatherv, Gatherv, Scatterv and Alltoallv (src/coll) against the
+// dtmpi's Allgatherv, Gatherv, Scatterv, Alltoallv and Alltoallw (src/coll) against the
 // system MPI's result on the same input: MPI_* through dtmpi, PMPI_* straight
 // to the system MPI, whole receive buffers byte for byte (gaps included).
 // Part of coll_more_differential (every DTMPI_COLL setting it runs under):
@@ -179,6 +179,100 @@ TEST(CollV, AllgathervMatchesSystem) { vmoves_match(VKind::kAllgatherv); }
 TEST(CollV, GathervMatchesSystem) { vmoves_match(VKind::kGatherv); }
 TEST(CollV, ScattervMatchesSystem) { vmoves_match(VKind::kScatterv); }
 TEST(CollV, AlltoallvMatchesSystem) { vmoves_match(VKind::kAlltoallv); }
+
+// Alltoallw (Alltoallv's algorithm once each block is bytes): a type pair of
+// its own for each (sender, receiver) -- packed and contiguous sides mixed in
+// one call --, random counts (zeros, chunks), byte displacements in a random
+// order with gaps, in place (blocking: Open MPI 4.1's own non-blocking
+// in-place all-to-alls hang on some patterns, see above) and non-blocking;
+// byte-equal to the system MPI's call.
+TEST(CollV, AlltoallwMatchesSystem) {
+  ServedCheck served{"alltoallv"};
+  Types types;
+  auto cs = comms();
+  for (MPI_Comm comm : cs) {
+    int me = 0, n = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    auto rng = shared_rng(comm, 50);
+    for (int it = 0, its = iterations(); it < its; ++it) {
+      auto c = random_counts(n, it, rng);
+      const bool nb = it % 4 == 1, in_place = !nb && rng() % 3 == 0;
+      // the pair of types for i -> j (in place: the receive type both ways,
+      // and what i sends j is what j sends i)
+      std::vector<std::vector<const Pair*>> pr(static_cast<size_t>(n), std::vector<const Pair*>(static_cast<size_t>(n)));
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) pr[i][j] = &types.pairs[rng() % types.pairs.size()];
+      if (in_place)
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < i; ++j) {
+            c[i][j] = c[j][i];
+            pr[i][j] = pr[j][i];
+          }
+      std::vector<int> sc(static_cast<size_t>(n)), rc(static_cast<size_t>(n)), sd(static_cast<size_t>(n)),
+          rd(static_cast<size_t>(n));
+      std::vector<MPI_Datatype> st(static_cast<size_t>(n)), rt(static_cast<size_t>(n));
+      std::vector<int64_t> sbytes(static_cast<size_t>(n)), rbytes(static_cast<size_t>(n));
+      for (int j = 0; j < n; ++j) {
+        const Pair& out = *pr[me][j];  // what this rank sends j
+        const Pair& in = *pr[j][me];   // what it receives from j
+        if (in_place) {
+          st[j] = MPI_DATATYPE_NULL;
+          rt[j] = out.rt;  // symmetric: pr[me][j] == pr[j][me]
+          rc[j] = static_cast<int>(c[j][me] * out.rk);
+        } else {
+          st[j] = out.st;
+          sc[j] = static_cast<int>(c[me][j] * out.sk);
+          rt[j] = in.rt;
+          rc[j] = static_cast<int>(c[j][me] * in.rk);
+        }
+        sbytes[j] = sc[j] * extent_of(st[j] == MPI_DATATYPE_NULL ? MPI_BYTE : st[j]);
+        rbytes[j] = rc[j] * extent_of(rt[j]);
+      }
+      // byte displacements: blocks in a random order with gaps of 0-16 bytes
+      std::mt19937 local(rng() + static_cast<unsigned>(me) * 7919u);
+      auto lay = [&](const std::vector<int64_t>& bytes, std::vector<int>& d) {
+        std::vector<int> order(static_cast<size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), local);
+        int64_t at = 0;
+        for (int j : order) {
+          at += local() % 17;
+          d[j] = static_cast<int>(at);
+          at += bytes[j];
+        }
+        return at + 16;
+      };
+      const int64_t stotal = lay(sbytes, sd), rtotal = lay(rbytes, rd);
+      std::vector<char> send = random_bytes(static_cast<size_t>(stotal), local);
+      std::vector<char> mine = random_bytes(static_cast<size_t>(rtotal), local), ref = mine;
+      MPI_Request q = MPI_REQUEST_NULL;
+      const void* sb = in_place ? MPI_IN_PLACE : send.data();
+      if (nb) {
+        ASSERT_EQ(MPI_Ialltoallw(sb, sc.data(), sd.data(), st.data(), mine.data(), rc.data(), rd.data(), rt.data(),
+                                 comm, &q), MPI_SUCCESS);
+        ASSERT_EQ(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      } else {
+        ASSERT_EQ(MPI_Alltoallw(sb, sc.data(), sd.data(), st.data(), mine.data(), rc.data(), rd.data(), rt.data(),
+                                comm), MPI_SUCCESS);
+      }
+      // the reference: the system MPI's call -- on one rank the standard's
+      // definition instead, a send to itself (Open MPI 4.1's own 1-rank
+      // Alltoallw reads the displacements as extents, not bytes: wrong)
+      if (n > 1) {
+        ASSERT_EQ(PMPI_Alltoallw(sb, sc.data(), sd.data(), st.data(), ref.data(), rc.data(), rd.data(), rt.data(),
+                                 comm), MPI_SUCCESS);
+      } else if (!in_place) {
+        ASSERT_EQ(PMPI_Sendrecv(send.data() + sd[0], sc[0], st[0], 0, 5, ref.data() + rd[0], rc[0], rt[0], 0, 5, comm,
+                                MPI_STATUS_IGNORE), MPI_SUCCESS);
+      }
+      EXPECT_EQ(0, std::memcmp(mine.data(), ref.data(), mine.size()))
+          << "alltoallw iteration " << it << " in place " << in_place << (nb ? " non-blocking" : "") << " on " << n
+          << " ranks";
+    }
+  }
+  free_comms(cs);
+}
 
 }  // namespace
 
