@@ -88,7 +88,8 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     case CollOpKind::kScatterv: return {Algorithm::kFlat};
     case CollOpKind::kAlltoall:
       return {Algorithm::kPairwise, Algorithm::kFlat, Algorithm::kBruck, Algorithm::kBruck4};
-    case CollOpKind::kAlltoallv: return {Algorithm::kPairwise, Algorithm::kFlat};
+    case CollOpKind::kAlltoallv:
+      return {Algorithm::kPairwise, Algorithm::kFlat, Algorithm::kBruck, Algorithm::kBruck4};
     case CollOpKind::kReduceScatterBlock:
     case CollOpKind::kReduceScatter: return {Algorithm::kFlat};
     case CollOpKind::kScan:
@@ -109,12 +110,15 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
     case CollOpKind::kGatherv:
     case CollOpKind::kScatterv:
     case CollOpKind::kAlltoallv: {
-      if (a == Algorithm::kBruck || a == Algorithm::kBruck4) return -1;  // Alltoall's only
+      const bool bruck = a == Algorithm::kBruck || a == Algorithm::kBruck4;
+      if (bruck && op != CollOpKind::kAlltoallv) return -1;  // Alltoall's and Alltoallv's only
       const CollOpKind uniform = op == CollOpKind::kGatherv    ? CollOpKind::kGather
                                  : op == CollOpKind::kScatterv ? CollOpKind::kScatter
                                                                : CollOpKind::kAlltoall;
       const double t = predict(p, uniform, a, n, bytes);
-      return t < 0 ? t : t + l2 * (p.L + p.o + p.g + p.G * 8);
+      // Bruck's Alltoallv also copies every block into and out of its padded place
+      const double padding = bruck ? 2 * n * B * p.G : 0;
+      return t < 0 ? t : t + padding + l2 * (p.L + p.o + p.g + p.G * 8);
     }
     case CollOpKind::kBarrier:
       if (a == Algorithm::kDissemination) return l2 * (p.L + p.o + p.g);

@@ -200,8 +200,44 @@ std::unique_ptr<CollOp> make_allgatherv(std::shared_ptr<CommState> st, Algorithm
   return std::make_unique<Allgather>(std::move(st), cap, send, recv, largest, std::move(v), a);
 }
 
+namespace {
+
+// Alltoallv by Bruck's exchange (radix 2 or 4), for small blocks: an
+// intermediate rank forwards blocks whose sizes only their sender and
+// receiver know, so every block travels padded to the largest (the same on
+// every rank after the agreement): the send blocks copied into n padded
+// places when the call starts (in place too: nothing is written before),
+// Alltoall's Bruck over them, the receive blocks copied out after the last
+// chunk. Null where Bruck's pieces do not fit the slot.
+std::unique_ptr<CollOp> bruck_alltoallv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
+                                        int64_t largest, const VLayout& v) {
+  const auto n = static_cast<size_t>(st->size), pad = static_cast<size_t>(largest);
+  std::vector<char> out(n * pad), in(n * pad);
+  for (size_t j = 0; j < n; ++j)
+    if (v.sends.bytes[j] > 0)
+      std::memcpy(out.data() + j * pad, send + v.sends.offset[j], static_cast<size_t>(v.sends.bytes[j]));
+  auto op = make_alltoall(std::move(st), a, out.data(), in.data(), largest);
+  if (!op) return nullptr;
+  op->finally = [recv, got = in.data(), blocks = v.recvs, pad] {
+    for (size_t j = 0; j < blocks.bytes.size(); ++j)
+      if (blocks.bytes[j] > 0) std::memcpy(recv + blocks.offset[j], got + j * pad, static_cast<size_t>(blocks.bytes[j]));
+    return MPI_SUCCESS;
+  };
+  op->keep.push_back(std::move(out));  // moving a vector keeps its storage: the pointers stay valid
+  op->keep.push_back(std::move(in));
+  return op;
+}
+
+}  // namespace
+
 std::unique_ptr<CollOp> make_alltoallv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                        int64_t largest, VLayout v) {
+  if (largest > 0 && (a == Algorithm::kBruck || a == Algorithm::kBruck4)) {
+    if (auto op = bruck_alltoallv(st, a, send, recv, largest, v)) return op;
+    // a slot too small for Bruck's pieces: pairwise, which fits wherever the
+    // call was served (coll_move_v.cpp's may_agree; the same on every rank)
+    a = Algorithm::kPairwise;
+  }
   if (largest <= 0 || (a != Algorithm::kPairwise && a != Algorithm::kFlat)) return nullptr;
   const int64_t cap = ChunkedMove::cap_for(*st, st->size);
   if (cap <= 0) return nullptr;

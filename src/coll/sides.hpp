@@ -66,7 +66,18 @@ template <class SendSide, class RecvSide>
 Result<bool> launch(std::unique_ptr<CollOp> op, SendSide send, RecvSide recv, int pack_rc, MPI_Comm comm,
                     MPI_Request* req) {
   if (!op) return false;
-  if (recv.is_packed) op->finally = unpacker(recv, comm);
+  if (recv.is_packed) {
+    // after what the operation itself runs last (Bruck's Alltoallv copies its
+    // receive blocks out of their padded places first)
+    auto unpack = unpacker(recv, comm);
+    if (op->finally)
+      op->finally = [first = std::move(op->finally), unpack = std::move(unpack)] {
+        const int rc = first();
+        return rc != MPI_SUCCESS ? rc : unpack();
+      };
+    else
+      op->finally = std::move(unpack);
+  }
   op->keep.push_back(std::move(send.packed));  // moving a vector keeps its storage: the pointers stay valid
   op->keep.push_back(std::move(recv.packed));
   op->error = pack_rc;

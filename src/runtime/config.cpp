@@ -79,7 +79,7 @@ const std::vector<VariableDoc> kVariables = {
      "reduce:binomial|flat|knomial4|knomial8|chain|kary2|kary4|kary8, "
      "allgather:ring|recdbl|flat, gather:binomial|flat|knomial4|knomial8|kary2|kary4|kary8, "
      "scatter:binomial|flat|knomial4|knomial8|kary2|kary4|kary8, alltoall:pairwise|flat|bruck|bruck4, reduce_scatter_block:flat, scan:linear|recdbl, "
-     "exscan:linear|recdbl, allgatherv:ring|recdbl|flat, gatherv:flat, scatterv:flat, alltoallv:pairwise|flat, "
+     "exscan:linear|recdbl, allgatherv:ring|recdbl|flat, gatherv:flat, scatterv:flat, alltoallv:pairwise|flat|bruck|bruck4, "
      "reduce_scatter:flat; "
      "any op:system) and optionally tuned for the ops not named "
      "-- docs/collectives.md"},

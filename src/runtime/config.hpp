@@ -122,7 +122,7 @@ inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat kn
                                                   "allgatherv ring recdbl flat system",
                                                   "gatherv flat system",
                                                   "scatterv flat system",
-                                                  "alltoallv pairwise flat system",
+                                                  "alltoallv pairwise flat bruck bruck4 system",
                                                   "reduce_scatter flat system"};
 const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
