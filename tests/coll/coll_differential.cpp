@@ -233,8 +233,10 @@ TEST(Coll, NonBlockingReductionsOfEveryShapeInFlight) {
       for (size_t j = 0; j < v[i].size(); ++j) v[i][j] = (me + 1) * static_cast<int>((j + static_cast<size_t>(i)) % 13);
       vref[i] = v[i];
     }
-    std::vector<double> dsink(d[0].size());
-    std::vector<int> vsink(v[0].size()), scanned(v[1].size()), scanned_ref(v[1].size());
+    // the roots' results apart from their inputs (MPICH 4.0.2's own
+    // MPI_Reduce dereferences MPI_IN_PLACE at a root other than 0)
+    std::vector<double> dres(d[0].size()), dres_ref(d[0].size());
+    std::vector<int> vres(v[0].size()), vres_ref(v[0].size()), scanned(v[1].size()), scanned_ref(v[1].size());
     if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     std::vector<MPI_Request> reqs(5, MPI_REQUEST_NULL);
     auto progress = [&] {  // the ranks on time go as far as they can without the late one
@@ -243,29 +245,27 @@ TEST(Coll, NonBlockingReductionsOfEveryShapeInFlight) {
         ASSERT_EQ(MPI_Test(&reqs[0], &done, MPI_STATUS_IGNORE), MPI_SUCCESS);
       }
     };
-    ASSERT_EQ(MPI_Ireduce(me == root ? MPI_IN_PLACE : d[0].data(), me == root ? d[0].data() : dsink.data(),
-                          ops[0].count, MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Ireduce(d[0].data(), dres.data(), ops[0].count, MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD, &reqs[0]),
+              MPI_SUCCESS);
     progress();
     ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, d[1].data(), ops[1].count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &reqs[1]),
               MPI_SUCCESS);
     progress();
-    ASSERT_EQ(MPI_Ireduce(me == root ? MPI_IN_PLACE : v[0].data(), me == root ? v[0].data() : vsink.data(),
-                          ops[2].count, triple, add3, root, MPI_COMM_WORLD, &reqs[2]), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Ireduce(v[0].data(), vres.data(), ops[2].count, triple, add3, root, MPI_COMM_WORLD, &reqs[2]),
+              MPI_SUCCESS);
     ASSERT_EQ(MPI_Iscan(v[1].data(), scanned.data(), ops[3].count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[3]),
               MPI_SUCCESS);
     ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, v[2].data(), ops[4].count, triple, add3, MPI_COMM_WORLD, &reqs[4]),
               MPI_SUCCESS);
     ASSERT_EQ(MPI_Waitall(5, reqs.data(), MPI_STATUSES_IGNORE), MPI_SUCCESS);
-    PMPI_Reduce(me == root ? MPI_IN_PLACE : dref[0].data(), me == root ? dref[0].data() : dsink.data(), ops[0].count,
-                MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD);
+    PMPI_Reduce(dref[0].data(), dres_ref.data(), ops[0].count, MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD);
     PMPI_Allreduce(MPI_IN_PLACE, dref[1].data(), ops[1].count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    PMPI_Reduce(me == root ? MPI_IN_PLACE : vref[0].data(), me == root ? vref[0].data() : vsink.data(), ops[2].count,
-                triple, add3, root, MPI_COMM_WORLD);
+    PMPI_Reduce(vref[0].data(), vres_ref.data(), ops[2].count, triple, add3, root, MPI_COMM_WORLD);
     PMPI_Scan(vref[1].data(), scanned_ref.data(), ops[3].count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     PMPI_Allreduce(MPI_IN_PLACE, vref[2].data(), ops[4].count, triple, add3, MPI_COMM_WORLD);
     if (me == root) {
-      EXPECT_TRUE(d[0] == dref[0]) << "Ireduce of doubles, late rank " << late;
-      EXPECT_TRUE(v[0] == vref[0]) << "Ireduce of triples, late rank " << late;
+      EXPECT_TRUE(dres == dres_ref) << "Ireduce of doubles, late rank " << late;
+      EXPECT_TRUE(vres == vres_ref) << "Ireduce of triples, late rank " << late;
     }
     EXPECT_TRUE(d[1] == dref[1]) << "Iallreduce of doubles, late rank " << late;
     EXPECT_TRUE(scanned == scanned_ref) << "Iscan, late rank " << late;
