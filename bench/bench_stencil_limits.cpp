@@ -16,6 +16,7 @@
 #include "stencil/partition.hpp"
 
 namespace dtmpi::bench {
+#ifdef DTMPI_BENCH_GPU
 namespace {
 
 bool all_ranks(bool ok) {
@@ -25,6 +26,7 @@ bool all_ranks(bool ok) {
 }
 
 }  // namespace
+#endif
 
 double stencil_contiguous_limit(bool gpu, int64_t bytes, std::string& how, const StencilTimer& time) {
   const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
