@@ -69,15 +69,17 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
       return {Algorithm::kDissemination, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8,
               Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
     case CollOpKind::kBcast:
-      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kChain, Algorithm::kKnomial4, Algorithm::kKnomial8,
-              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
+      return {Algorithm::kBinomial, Algorithm::kFlat,     Algorithm::kChain, Algorithm::kChain4K,
+              Algorithm::kChain16K, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kKary2,
+              Algorithm::kKary4,    Algorithm::kKary8};
     case CollOpKind::kAllreduce:
       return {Algorithm::kRecursiveDoubling, Algorithm::kReduceScatterAllgather, Algorithm::kTree,
-              Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain,
-              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
+              Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain, Algorithm::kChain4K,
+              Algorithm::kChain16K, Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
     case CollOpKind::kReduce:
-      return {Algorithm::kBinomial, Algorithm::kFlat, Algorithm::kKnomial4, Algorithm::kKnomial8, Algorithm::kChain,
-              Algorithm::kKary2, Algorithm::kKary4, Algorithm::kKary8};
+      return {Algorithm::kBinomial, Algorithm::kFlat,    Algorithm::kKnomial4, Algorithm::kKnomial8,
+              Algorithm::kChain,    Algorithm::kChain4K, Algorithm::kChain16K, Algorithm::kKary2,
+              Algorithm::kKary4,    Algorithm::kKary8};
     case CollOpKind::kAllgather:
     case CollOpKind::kAllgatherv: return {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kFlat};
     case CollOpKind::kGather:
@@ -97,6 +99,16 @@ std::vector<Algorithm> algorithms_for(CollOpKind op) {
     default: return {};
   }
 }
+
+namespace {
+
+// A chain's segment in the model: the fixed ones' bytes, kChain's `quarter`
+// (a quarter of the default scratch's region).
+double chain_model_segment(Algorithm a, double quarter) {
+  return a == Algorithm::kChain4K ? 4096.0 : a == Algorithm::kChain16K ? 16384.0 : quarter;
+}
+
+}  // namespace
 
 double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes) {
   const double B = static_cast<double>(bytes);
@@ -144,13 +156,13 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8) return kary_broadcast(p, n, bytes, radix_of(a));
       if (const int k = kary_children_of(a)) return kary_tree_broadcast(p, n, bytes, k);
       if (a == Algorithm::kFlat) return n <= 1 ? 0 : kary_broadcast(p, n, bytes, n);
-      if (a == Algorithm::kChain) {
+      if (is_chain(a)) {
         // n-1 hops of the first segment, then one segment per hop behind it
-        // (segments of a quarter of the default scratch: 64 KiB; Reduce's a
-        // quarter of one of its two regions: 32 KiB; the fold of a segment
-        // counted in its G)
+        // (kChain's segments a quarter of the default scratch: 64 KiB;
+        // Reduce's a quarter of one of its two regions: 32 KiB; the fold of a
+        // segment counted in its G)
         const double quarter = op == CollOpKind::kReduce ? 32768.0 : 65536.0;
-        const double seg = std::min(B, quarter), segments = std::ceil(B / std::max(seg, 1.0));
+        const double seg = std::min(B, chain_model_segment(a, quarter)), segments = std::ceil(B / std::max(seg, 1.0));
         return (n - 2 + segments) * (p.L + p.o + p.G * seg);
       }
       return -1;
@@ -164,12 +176,12 @@ double predict(const LogGP& p, CollOpKind op, Algorithm a, int n, int64_t bytes)
       if (a == Algorithm::kKnomial4 || a == Algorithm::kKnomial8)
         return kary_broadcast(p, n, bytes, radix_of(a)) + p.L + p.o + (n - 1) * p.g + p.G * B;
       if (const int k = kary_children_of(a)) return kary_tree_broadcast(p, n, bytes, k) + p.L + p.o + (n - 1) * p.g + p.G * B;
-      if (a == Algorithm::kChain) {
+      if (is_chain(a)) {
         // the first segment's n-1 hops to rank 0 and n-1 back around the
         // ring, then a segment every n/2 hops (reduce_ops.cpp: a chunk ends
-        // at a rank only with both halves; segments of 32 KiB as Reduce's)
+        // at a rank only with both halves; kChain's segments of 32 KiB as Reduce's)
         if (n <= 1) return 0;
-        const double seg = std::min(B, 32768.0), segments = std::ceil(B / std::max(seg, 1.0));
+        const double seg = std::min(B, chain_model_segment(a, 32768.0)), segments = std::ceil(B / std::max(seg, 1.0));
         return (2.0 * (n - 1) + (segments - 1) * std::max(1.0, n / 2.0)) * (p.L + p.o + p.G * seg);
       }
       return -1;

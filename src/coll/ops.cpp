@@ -203,12 +203,12 @@ class Bcast final : public CollOp {
   // this one, so the segments pipeline down the chain.
   int source() const {
     const int vr = (me() - root_ + n()) % n();
-    const int parent = alg_ == Algorithm::kFlat ? 0 : alg_ == Algorithm::kChain ? vr - 1 : tree_->parent(vr, n());
+    const int parent = alg_ == Algorithm::kFlat ? 0 : is_chain(alg_) ? vr - 1 : tree_->parent(vr, n());
     return (parent + root_) % n();
   }
   bool forwards() const {
     const int vr = (me() - root_ + n()) % n();
-    if (alg_ == Algorithm::kChain) return vr + 1 < n();
+    if (is_chain(alg_)) return vr + 1 < n();
     return tree_ && tree_->child(vr, n(), 0) >= 0;
   }
   void complete() override {
@@ -239,7 +239,7 @@ std::unique_ptr<CollOp> make_barrier(std::shared_ptr<CommState> st, Algorithm a)
 
 std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, void* buf, int count,
                                    MPI_Datatype type, int root, MPI_Comm comm) {
-  if (a != Algorithm::kFlat && a != Algorithm::kChain && !tree_of(a)) return nullptr;
+  if (a != Algorithm::kFlat && !is_chain(a) && !tree_of(a)) return nullptr;
   int size = 0;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   REAL(MPI_Type_size)(type, &size);
@@ -250,7 +250,7 @@ std::unique_ptr<CollOp> make_bcast(std::shared_ptr<CommState> st, Algorithm a, v
   const bool contiguous = tlb == 0 && textent == size && (count == 1 || extent == size);
   // the chain's segment of the scratch slot, in whole cache lines
   const size_t slot = st->seg->scratch_bytes();
-  const size_t chunk = a == Algorithm::kChain ? chain_segment(slot, 64) : slot;
+  const size_t chunk = is_chain(a) ? chain_segment(slot, 64, a) : slot;
   if (contiguous) {
     return std::make_unique<Bcast>(std::move(st), a, static_cast<char*>(buf), bytes, root, chunk);
   }

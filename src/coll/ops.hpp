@@ -48,6 +48,10 @@ enum class Algorithm {
   kKnomial8,
   kChain,  // bcast: relative rank vr reads vr-1's copy, segment by segment (pipelined);
            // reduce, allreduce: the same toward the chain's end (allreduce: then around the ring)
+  // the chain with a segment of 4 KiB or 16 KiB instead of a quarter of the
+  // slot (the segment is the chain's tuned parameter: dtmpi-tune times each)
+  kChain4K,
+  kChain16K,
   kBruck,   // alltoall: Bruck's exchange, ceil(log2(n)) rounds of the blocks whose index has bit k set
   kBruck4,  // alltoall: the same in radix 4 (ceil(log4(n)) levels of 3 rounds each)
   // K-ary trees of 2, 4 and 8 children (coll/trees.hpp): barrier, bcast,
@@ -64,13 +68,27 @@ enum class Algorithm {
 // K-ary 2, 4 and 8; nullopt for the others.
 std::optional<Tree> tree_of(Algorithm a);
 
+// Whether `a` is one of the chain algorithms (its segment the only difference).
+inline bool is_chain(Algorithm a) {
+  return a == Algorithm::kChain || a == Algorithm::kChain4K || a == Algorithm::kChain16K;
+}
+
 // The segment of a chain algorithm (Bcast, Reduce, Allreduce) in a region of
-// `room` bytes: a quarter of it (so that a message of a region's size already
-// pipelines in four), at least 4 KiB where the region holds that, rounded
-// down to a multiple of `align` bytes.
-inline size_t chain_segment(size_t room, size_t align) {
-  const size_t quarter = room / 4 / align * align, floor = room < 4096 ? room : 4096;
-  return quarter > floor ? quarter : floor;
+// `room` bytes. kChain: a quarter of it (so that a message of a region's size
+// already pipelines in four), at least 4 KiB where the region holds that;
+// kChain4K / kChain16K: that many bytes where the region holds them. Rounded
+// down to a multiple of `align` bytes (at least one).
+inline size_t chain_segment(size_t room, size_t align, Algorithm a = Algorithm::kChain) {
+  const size_t fixed = a == Algorithm::kChain4K ? 4096 : a == Algorithm::kChain16K ? 16384 : 0;
+  size_t seg = 0;
+  if (fixed) {
+    seg = fixed < room ? fixed : room;
+  } else {
+    const size_t quarter = room / 4, floor = room < 4096 ? room : 4096;
+    seg = quarter > floor ? quarter : floor;
+  }
+  seg = seg / align * align;
+  return seg > 0 ? seg : align;
 }
 
 // The radix of a K-nomial or Bruck algorithm (2 for the binomial ones and bruck).

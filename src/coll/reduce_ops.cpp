@@ -373,11 +373,11 @@ class ChainReduce final : public ChunkedReduction {
 // The chain's segment of one of its two regions (ops.hpp's chain_segment),
 // in whole elements; an element larger than a region leaves the call to the
 // system MPI. Allreduce (`all`): a chunk more, for the last segment's broadcast.
-std::unique_ptr<CollOp> make_chain(std::shared_ptr<CommState> st, const void* in, void* out, int count,
+std::unique_ptr<CollOp> make_chain(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                    const Reducer& r, int root, bool all) {
   const int64_t room = static_cast<int64_t>(st->seg->scratch_bytes() / 2) - 64;
   if (r.elem <= 0 || r.elem > room) return nullptr;
-  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(chain_segment(static_cast<size_t>(room), 1)) / r.elem);
+  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(chain_segment(static_cast<size_t>(room), 1, a)) / r.elem);
   const int64_t segments = (count + cap - 1) / cap;
   const uint64_t chunks = static_cast<uint64_t>(segments + (all && st->size > 1 ? 1 : 0));
   return std::make_unique<ChainReduce>(std::move(st), chunks, cap, 2, count, r, in, out, root, all, segments);
@@ -405,7 +405,9 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
     case Algorithm::kKary8:
       return build<RootReadAllreduce>(std::move(st), 1, count, r, in, out, *tree_of(a));
     case Algorithm::kChain:
-      return make_chain(std::move(st), in, out, count, r, 0, true);
+    case Algorithm::kChain4K:
+    case Algorithm::kChain16K:
+      return make_chain(std::move(st), a, in, out, count, r, 0, true);
     default:
       return nullptr;
   }
@@ -414,7 +416,7 @@ std::unique_ptr<CollOp> make_allreduce(std::shared_ptr<CommState> st, Algorithm 
 std::unique_ptr<CollOp> make_reduce(std::shared_ptr<CommState> st, Algorithm a, const void* in, void* out, int count,
                                     const Reducer& r, int root) {
   if (count <= 0) return nullptr;
-  if (a == Algorithm::kChain) return make_chain(std::move(st), in, out, count, r, root, false);
+  if (is_chain(a)) return make_chain(std::move(st), a, in, out, count, r, root, false);
   const std::optional<Tree> tree = tree_of(a);
   if (a != Algorithm::kFlat && !tree) return nullptr;
   return build<Reduce>(std::move(st), 2, count, r, in, out, root, a == Algorithm::kFlat, tree.value_or(Tree{}));

@@ -29,7 +29,8 @@ constexpr Named kAlgorithms[] = {
     {Algorithm::kTree, "tree"},              {Algorithm::kRing, "ring"},
     {Algorithm::kPairwise, "pairwise"},      {Algorithm::kLinear, "linear"},
     {Algorithm::kKnomial4, "knomial4"},      {Algorithm::kKnomial8, "knomial8"},
-    {Algorithm::kChain, "chain"},            {Algorithm::kBruck, "bruck"},
+    {Algorithm::kChain, "chain"},            {Algorithm::kChain4K, "chain4k"},
+    {Algorithm::kChain16K, "chain16k"},            {Algorithm::kBruck, "bruck"},
     {Algorithm::kBruck4, "bruck4"},          {Algorithm::kKary2, "kary2"},
     {Algorithm::kKary4, "kary4"},            {Algorithm::kKary8, "kary8"},
 };

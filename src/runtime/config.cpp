@@ -74,9 +74,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_COLL", "system",
      "collectives on a communicator of one node: system (the system MPI's), tuned (dtmpi's built-in choice per "
      "operation and size), or a comma list of op:algorithm (barrier:dissemination|flat|knomial4|knomial8|kary2|kary4|kary8, "
-     "bcast:binomial|flat|chain|knomial4|knomial8|kary2|kary4|kary8, "
-     "allreduce:recdbl|rsag|tree|knomial4|knomial8|chain|kary2|kary4|kary8, "
-     "reduce:binomial|flat|knomial4|knomial8|chain|kary2|kary4|kary8, "
+     "bcast:binomial|flat|chain|chain4k|chain16k|knomial4|knomial8|kary2|kary4|kary8, "
+     "allreduce:recdbl|rsag|tree|knomial4|knomial8|chain|chain4k|chain16k|kary2|kary4|kary8, "
+     "reduce:binomial|flat|knomial4|knomial8|chain|chain4k|chain16k|kary2|kary4|kary8, "
      "allgather:ring|recdbl|flat, gather:binomial|flat|knomial4|knomial8|kary2|kary4|kary8, "
      "scatter:binomial|flat|knomial4|knomial8|kary2|kary4|kary8, alltoall:pairwise|flat|bruck|bruck4, reduce_scatter_block:flat, scan:linear|recdbl, "
      "exscan:linear|recdbl, allgatherv:ring|recdbl|flat, gatherv:flat, scatterv:flat, alltoallv:pairwise|flat|bruck|bruck4, "

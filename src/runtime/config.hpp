@@ -109,9 +109,9 @@ const Config& config();
 // (Constant data, not a std::vector: the environment may be read by another
 // library object's static constructor, before a vector here is built.)
 inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat knomial4 knomial8 kary2 kary4 kary8 system",
-                                                  "bcast binomial flat chain knomial4 knomial8 kary2 kary4 kary8 system",
-                                                  "allreduce recdbl rsag tree knomial4 knomial8 chain kary2 kary4 kary8 system",
-                                                  "reduce binomial flat knomial4 knomial8 chain kary2 kary4 kary8 system",
+                                                  "bcast binomial flat chain chain4k chain16k knomial4 knomial8 kary2 kary4 kary8 system",
+                                                  "allreduce recdbl rsag tree knomial4 knomial8 chain chain4k chain16k kary2 kary4 kary8 system",
+                                                  "reduce binomial flat knomial4 knomial8 chain chain4k chain16k kary2 kary4 kary8 system",
                                                   "allgather ring recdbl flat system",
                                                   "gather binomial flat knomial4 knomial8 kary2 kary4 kary8 system",
                                                   "scatter binomial flat knomial4 knomial8 kary2 kary4 kary8 system",

@@ -229,6 +229,16 @@ TEST(CollModel, RankingFollowsTheParameters) {
             predict(latency, CollOpKind::kAlltoall, Algorithm::kBruck, 4, 64));
   EXPECT_LT(predict(latency, CollOpKind::kGatherv, Algorithm::kBruck, 4, 64), 0);
   EXPECT_LT(predict(latency, CollOpKind::kScatterv, Algorithm::kBruck4, 4, 64), 0);
+  // the chain's segment as its parameter: where bandwidth dominates, a 64 KiB
+  // Bcast on 8 ranks pipelines in 4 KiB segments (22 segment-hops) rather
+  // than going whole (7 hops of 64 KiB); a latency-bound 64 KiB Reduce the
+  // other way round
+  EXPECT_LT(predict(bandwidth, CollOpKind::kBcast, Algorithm::kChain4K, 8, 65536),
+            predict(bandwidth, CollOpKind::kBcast, Algorithm::kChain16K, 8, 65536));
+  EXPECT_LT(predict(bandwidth, CollOpKind::kBcast, Algorithm::kChain16K, 8, 65536),
+            predict(bandwidth, CollOpKind::kBcast, Algorithm::kChain, 8, 65536));
+  EXPECT_LT(predict(LogGP{10.0, 1.0, 0.1, 0}, CollOpKind::kReduce, Algorithm::kChain, 8, 32768),
+            predict(LogGP{10.0, 1.0, 0.1, 0}, CollOpKind::kReduce, Algorithm::kChain4K, 8, 32768));
   // the chain allreduce's two overlapped pipelines on two ranks beat the
   // binomial reduce + bcast for large messages
   EXPECT_LT(predict(bandwidth, CollOpKind::kAllreduce, Algorithm::kChain, 2, 1 << 24),
