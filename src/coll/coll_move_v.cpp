@@ -19,7 +19,7 @@
 #include "coll/coll.hpp"
 #include "coll/entry.hpp"
 #include "coll/sides.hpp"
-#include "runtime/stats.hpp"
+#include "runtime/buffer_hint.hpp"
 #include "transport/engine.hpp"
 
 namespace dtmpi::coll {
@@ -316,17 +316,28 @@ class Finished final : public transport::Operation {
 };
 
 // Alltoallw on one rank: a copy of the send block into the receive block,
-// done here whatever DTMPI_COLL says. Open MPI 4.1's own (coll/self) takes
-// the displacements for extents of the types instead of bytes: the wrong
-// place, past the buffer's end (seen by CollV.AlltoallwMatchesSystem on its
-// 1-rank halves; a plain C program without dtmpi shows it too).
+// done here whatever DTMPI_COLL says (host memory: a buffer on a GPU, which
+// only a CUDA-aware system MPI gets here unstaged, stays its call). Open MPI
+// 4.1's own (coll/self) takes the displacements for extents of the types
+// instead of bytes: the wrong place, past the buffer's end (seen by
+// CollV.AlltoallwMatchesSystem on its 1-rank halves; a plain C program
+// without dtmpi shows it too). Not counted among dtmpi's algorithms.
+bool host_block(const void* buf, int count, int displ, MPI_Datatype t) {
+  // the block's own address: at MPI_BOTTOM the displacement is the address
+  return count <= 0 || !runtime::on_gpu(runtime::buffer_info(static_cast<const char*>(buf) + displ, t));
+}
+
 Result<bool> alltoallw_self(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb,
                             const int* rc, const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req) {
-  runtime::count(runtime::Counter::kTunedCollectives);
+  const bool in_place = sb == MPI_IN_PLACE;
+  if (!host_block(rb, rc[0], rd[0], rt[0]) || (!in_place && !host_block(sb, sc[0], sd[0], st[0]))) return false;
   int code = MPI_SUCCESS;
-  if (sb != MPI_IN_PLACE && (sc[0] > 0 || rc[0] > 0)) {  // in place, the block is its own destination
+  if (!in_place && (sc[0] > 0 || rc[0] > 0)) {  // in place, the block is its own destination
     VSide send = wside(sb, 1, sc, sd, st, true, comm, code);
-    VSide recv = wside(rb, 1, rc, rd, rt, false, comm, code);
+    // a shorter message leaves the rest of the receive block as it was: a
+    // packed receive side then holds the block's old bytes first
+    const bool shorter = block_bytes(sc[0], st[0]) < block_bytes(rc[0], rt[0]);
+    VSide recv = wside(rb, 1, rc, rd, rt, shorter, comm, code);
     const int64_t sent = send.blocks.bytes[0], room = recv.blocks.bytes[0];
     if (sent > room && code == MPI_SUCCESS) code = MPI_ERR_TRUNCATE;
     if (const int64_t n = std::min(sent, room); n > 0)
@@ -354,7 +365,10 @@ Result<bool> alltoallw(const void* sb, const int* sc, const int* sd, const MPI_D
       (in_place || sc[0] <= 0 || st[0] != MPI_DATATYPE_NULL)) {
     int inter = 0;
     REAL(MPI_Comm_test_inter)(comm, &inter);
-    if (!inter) return alltoallw_self(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+    if (!inter) {
+      auto served = alltoallw_self(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
+      if (!served || served.value()) return served;
+    }
   }
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;
   if (n <= 0 || !rc || !rd || !rt || (!in_place && (!sc || !sd || !st))) return false;

@@ -208,10 +208,13 @@ namespace {
 // every rank after the agreement): the send blocks copied into n padded
 // places when the call starts (in place too: nothing is written before),
 // Alltoall's Bruck over them, the receive blocks copied out after the last
-// chunk. Null where Bruck's pieces do not fit the slot.
+// chunk. Null where Bruck's pieces do not fit the slot, or where the padded
+// copies would pass 16 scratch slots (Bruck is for small blocks: one large
+// block of a skewed call would make every rank allocate n times it).
 std::unique_ptr<CollOp> bruck_alltoallv(std::shared_ptr<CommState> st, Algorithm a, const char* send, char* recv,
                                         int64_t largest, const VLayout& v) {
   const auto n = static_cast<size_t>(st->size), pad = static_cast<size_t>(largest);
+  if (pad > 16 * st->seg->scratch_bytes() / n) return nullptr;
   std::vector<char> out(n * pad), in(n * pad);
   for (size_t j = 0; j < n; ++j)
     if (v.sends.bytes[j] > 0)
@@ -234,8 +237,9 @@ std::unique_ptr<CollOp> make_alltoallv(std::shared_ptr<CommState> st, Algorithm 
                                        int64_t largest, VLayout v) {
   if (largest > 0 && (a == Algorithm::kBruck || a == Algorithm::kBruck4)) {
     if (auto op = bruck_alltoallv(st, a, send, recv, largest, v)) return op;
-    // a slot too small for Bruck's pieces: pairwise, which fits wherever the
-    // call was served (coll_move_v.cpp's may_agree; the same on every rank)
+    // a slot too small for Bruck's pieces, or blocks too large for it:
+    // pairwise, which fits wherever the call was served (coll_move_v.cpp's
+    // may_agree; the same on every rank)
     a = Algorithm::kPairwise;
   }
   if (largest <= 0 || (a != Algorithm::kPairwise && a != Algorithm::kFlat)) return nullptr;

@@ -37,19 +37,25 @@ inline std::vector<char> random_bytes(size_t n, std::mt19937& rng) {
 }
 
 struct Types {
-  MPI_Datatype vec = MPI_DATATYPE_NULL, pair = MPI_DATATYPE_NULL;
+  MPI_Datatype vec = MPI_DATATYPE_NULL, pair = MPI_DATATYPE_NULL, spaced = MPI_DATATYPE_NULL;
   std::vector<Pair> pairs;
   Types() {
     MPI_Type_vector(3, 2, 5, MPI_INT, &vec);  // non-contiguous: packed (6 ints, extent 12 ints)
     MPI_Type_commit(&vec);
     MPI_Type_contiguous(2, MPI_DOUBLE, &pair);
     MPI_Type_commit(&pair);
+    // an int every 16 bytes: one of them lies where it is (a block of count
+    // 1 is the user's bytes), more are packed
+    MPI_Type_create_resized(MPI_INT, 0, 16, &spaced);
+    MPI_Type_commit(&spaced);
     pairs = {{MPI_CHAR, 1, MPI_CHAR, 1}, {MPI_DOUBLE, 1, MPI_DOUBLE, 1}, {pair, 1, MPI_DOUBLE, 2},
-             {vec, 1, MPI_INT, 6},       {MPI_INT, 6, vec, 1},            {vec, 1, vec, 1}};
+             {vec, 1, MPI_INT, 6},       {MPI_INT, 6, vec, 1},            {vec, 1, vec, 1},
+             {spaced, 1, MPI_INT, 1},    {MPI_INT, 1, spaced, 1}};
   }
   ~Types() {
     MPI_Type_free(&vec);
     MPI_Type_free(&pair);
+    MPI_Type_free(&spaced);
   }
 };
 
