@@ -277,6 +277,33 @@ Result<bool> scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatype
       });
 }
 
+namespace {
+
+// Alltoallv and Alltoallw once agreed: `side(buf, send, read, pack_rc)` lays
+// out the send or receive side's n blocks (vside or wside); in place, the
+// receive side is both.
+template <class Side>
+Result<bool> agreed_alltoall(std::shared_ptr<CommState> st, int64_t mine, const void* sb, void* rb, bool in_place,
+                             MPI_Comm comm, MPI_Request* req, Side side) {
+  return agreed_v(
+      CollOpKind::kAlltoallv, std::move(st), mine, comm, req,
+      [&](int& pack_rc) {
+        VParts<VSide, VSide> p;
+        p.recv = side(rb, false, in_place, pack_rc);
+        p.send = in_place ? VSide{} : side(sb, true, true, pack_rc);
+        p.from = in_place ? p.recv.data : p.send.data;
+        p.to = p.recv.data;
+        p.v.recvs = p.recv.blocks;
+        p.v.sends = in_place ? p.recv.blocks : p.send.blocks;
+        return p;
+      },
+      [](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
+        return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
+      });
+}
+
+}  // namespace
+
 Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
                        const int* rd, MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
@@ -289,21 +316,11 @@ Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   // what this rank sends to or receives from any one peer
   int64_t mine = largest_of(n, rc, rt);
   if (!in_place) mine = std::max(mine, largest_of(n, sc, st));
-  return agreed_v(
-      CollOpKind::kAlltoallv, std::move(state.value()), mine, comm, req,
-      [&](int& pack_rc) {
-        VParts<VSide, VSide> p;
-        p.recv = vside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
-        p.send = in_place ? VSide{} : vside(sb, n, sc, sd, st, true, comm, pack_rc);
-        p.from = in_place ? p.recv.data : p.send.data;
-        p.to = p.recv.data;
-        p.v.recvs = p.recv.blocks;
-        p.v.sends = in_place ? p.recv.blocks : p.send.blocks;
-        return p;
-      },
-      [](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
-        return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
-      });
+  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req,
+                         [&](const void* buf, bool send, bool read, int& pack_rc) {
+                           return send ? vside(buf, n, sc, sd, st, read, comm, pack_rc)
+                                       : vside(buf, n, rc, rd, rt, read, comm, pack_rc);
+                         });
 }
 
 namespace {
@@ -384,21 +401,11 @@ Result<bool> alltoallw(const void* sb, const int* sc, const int* sd, const MPI_D
     mine = std::max(mine, block_bytes(rc[j], rt[j]));
     if (!in_place) mine = std::max(mine, block_bytes(sc[j], st[j]));
   }
-  return agreed_v(
-      CollOpKind::kAlltoallv, std::move(state.value()), mine, comm, req,
-      [&](int& pack_rc) {
-        VParts<VSide, VSide> p;
-        p.recv = wside(rb, n, rc, rd, rt, in_place, comm, pack_rc);
-        p.send = in_place ? VSide{} : wside(sb, n, sc, sd, st, true, comm, pack_rc);
-        p.from = in_place ? p.recv.data : p.send.data;
-        p.to = p.recv.data;
-        p.v.recvs = p.recv.blocks;
-        p.v.sends = in_place ? p.recv.blocks : p.send.blocks;
-        return p;
-      },
-      [](std::shared_ptr<CommState> s, Algorithm a, const char* from, char* to, int64_t largest, VLayout v) {
-        return make_alltoallv(std::move(s), a, from, to, largest, std::move(v));
-      });
+  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req,
+                         [&](const void* buf, bool send, bool read, int& pack_rc) {
+                           return send ? wside(buf, n, sc, sd, st, read, comm, pack_rc)
+                                       : wside(buf, n, rc, rd, rt, read, comm, pack_rc);
+                         });
 }
 
 namespace detail {

@@ -105,7 +105,8 @@ namespace {
 // A chain's segment in the model: the fixed ones' bytes, kChain's `quarter`
 // (a quarter of the default scratch's region).
 double chain_model_segment(Algorithm a, double quarter) {
-  return a == Algorithm::kChain4K ? 4096.0 : a == Algorithm::kChain16K ? 16384.0 : quarter;
+  const size_t fixed = chain_fixed_segment(a);
+  return fixed ? static_cast<double>(fixed) : quarter;
 }
 
 }  // namespace

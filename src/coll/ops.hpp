@@ -78,8 +78,13 @@ inline bool is_chain(Algorithm a) {
 // already pipelines in four), at least 4 KiB where the region holds that;
 // kChain4K / kChain16K: that many bytes where the region holds them. Rounded
 // down to a multiple of `align` bytes (at least one).
+// A chain variant's fixed segment in bytes (0: kChain's quarter of the region).
+inline size_t chain_fixed_segment(Algorithm a) {
+  return a == Algorithm::kChain4K ? 4096 : a == Algorithm::kChain16K ? 16384 : 0;
+}
+
 inline size_t chain_segment(size_t room, size_t align, Algorithm a = Algorithm::kChain) {
-  const size_t fixed = a == Algorithm::kChain4K ? 4096 : a == Algorithm::kChain16K ? 16384 : 0;
+  const size_t fixed = chain_fixed_segment(a);
   size_t seg = 0;
   if (fixed) {
     seg = fixed < room ? fixed : room;
