@@ -7,7 +7,10 @@
 // else the built-in one), in one run.
 // Each cell is the time per call of back-to-back blocking calls (the slowest
 // rank's), the median of interleaved samples (sample k of every variant
-// before sample k+1 of any).
+// before sample k+1 of any, each sample starting at the next variant). The system MPI's call is timed twice, first and
+// last of each sample ("again"): their difference is the cell's own noise,
+// and tuned counts as slower only where it is slower than both by more than
+// 5% (the summary at the end).
 #include <mpi.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 
 #include "coll/coll.hpp"
 #include "coll/system_ops.hpp"
+#include "coll/tuning_table.hpp"
 #include "timing.hpp"
 
 namespace dtmpi::bench {
@@ -99,8 +103,13 @@ void system_call(CollOpKind kind, const double* in, double* out, int count) {
 std::vector<double> time_all(const std::vector<std::function<void()>>& calls, int iters, int samples) {
   std::vector<std::vector<double>> t(calls.size());
   for (int s = 0; s < samples; ++s) {
-    for (size_t v = 0; v < calls.size(); ++v) {
-      calls[v]();  // warm (and the first use of a communicator's state)
+    // each sample starts at another variant: a call timed right after one of
+    // dtmpi's algorithms (ranks leaving it at different times, its scratch
+    // in the caches) would otherwise always be the same one
+    for (size_t k = 0; k < calls.size(); ++k) {
+      const size_t v = (k + static_cast<size_t>(s)) % calls.size();
+      // warm (and the first use of a communicator's state), a tenth of the timed calls
+      for (int i = 0; i < std::max(1, iters / 10); ++i) calls[v]();
       PMPI_Barrier(MPI_COMM_WORLD);
       const double t0 = PMPI_Wtime();
       for (int i = 0; i < iters; ++i) calls[v]();
@@ -129,16 +138,20 @@ int bench_coll(int argc, char** argv) {
   const int64_t max_bytes = quick ? (64 << 10) : (1 << 20);
   // n blocks: the side of a gather's root, an allgather's, an alltoall's, a reduce_scatter_block's input
   std::vector<double> in(static_cast<size_t>(n * max_bytes / 8) + 1, 1.0 + me), out(in.size(), 0.0);
+  const int samples = quick ? 5 : 7;
   if (me == 0)
     std::printf("collectives on %d ranks, us per call (back-to-back blocking calls, the slowest rank, median of "
-                "%d samples); ratio = system / variant (> 1: faster than the system MPI)\n",
-                n, quick ? 3 : 5);
+                "%d samples); ratio = system / variant (> 1: faster than the system MPI); again = the system's call "
+                "timed a second time in the same samples (its spread is the cell's noise)\n",
+                n, samples);
+  int cells = 0, faster = 0, slower = 0;
+  std::string slower_cells;
   for (const OpCase& oc : op_cases()) {
     if (!only.empty() && only != oc.name) continue;
     if (me == 0) {
       std::printf("\n%-9s %8s %9s", oc.name, "bytes", "system");
       for (const auto& v : oc.variants) std::printf(" %9s %6s", v.name, "ratio");
-      std::printf(" %9s %6s  tuned picks\n", "tuned", "ratio");
+      std::printf(" %9s %6s %9s  tuned picks\n", "tuned", "ratio", "again");
     }
     for (int64_t bytes = 8; bytes <= max_bytes; bytes *= (quick ? 8 : 4)) {
       if (oc.kind == CollOpKind::kBarrier && bytes > 8) break;
@@ -160,16 +173,27 @@ int bench_coll(int argc, char** argv) {
                           ? std::function<void()>([&, kind, count] { system_call(kind, in.data(), out.data(), count); })
                           : std::function<void()>(forced(pick)));
       const int iters = static_cast<int>(std::clamp<int64_t>((quick ? 1 : 4) * 2000000 / (bytes + 4000), 10, 2000));
-      const auto t = time_all(calls, iters, quick ? 3 : 5);
+      calls.push_back(calls.front());  // the system's call again, last
+      const auto t = time_all(calls, iters, samples);
       if (me != 0) continue;
-      std::printf("%-9s %8lld %9.2f", "", static_cast<long long>(bytes), t[0] * 1e6);
-      for (size_t v = 1; v < t.size(); ++v) std::printf(" %9.2f %6.2f", t[v] * 1e6, t[0] / t[v]);
-      const char* pick_name = "system";
-      for (const auto& v : oc.variants)
-        if (v.alg == pick) pick_name = v.name;
-      std::printf("  %s\n", pick_name);
+      const double sys = t.front(), again = t.back(), tuned = t[t.size() - 2];
+      std::printf("%-9s %8lld %9.2f", "", static_cast<long long>(bytes), sys * 1e6);
+      for (size_t v = 1; v + 1 < t.size(); ++v) std::printf(" %9.2f %6.2f", t[v] * 1e6, sys / t[v]);
+      // the table's name for the pick: it may be an algorithm without a
+      // column here (a chain segment variant, Bruck's Alltoallv)
+      std::printf(" %9.2f  %s\n", again * 1e6, coll::algorithm_name(pick));
+      ++cells;
+      faster += tuned * 1.05 <= std::min(sys, again);
+      if (tuned > 1.05 * std::max(sys, again)) {
+        ++slower;
+        slower_cells += std::string(slower_cells.empty() ? "" : ", ") + oc.name + " " + std::to_string(bytes) +
+                        " B (" + coll::algorithm_name(pick) + ")";
+      }
     }
   }
+  if (me == 0)
+    std::printf("\nsummary on %d ranks: %d cells; tuned >= 5%% faster than both system timings in %d; > 5%% slower "
+                "than both in %d%s%s\n", n, cells, faster, slower, slower ? ": " : "", slower_cells.c_str());
   return 0;
 }
 

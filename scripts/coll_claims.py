@@ -59,12 +59,14 @@ def parse(path):
         head = line.split()
         if head and ranks and len(head) > 3 and head[1] == "bytes":
             op = head[0]
-            names = [w for w in head[2:] if w not in ("ratio", "tuned", "picks")]
+            names = [w for w in head[2:] if w not in ("ratio", "tuned", "picks", "again")]
             data[ranks][op] = {}
             continue
         if op and head and head[0].isdigit() and ranks:
             nums = [float(x) for x in head[1:] if re.match(r"^[0-9.]+$", x)]
-            # system, then (variant, ratio) pairs, then tuned, ratio
+            # system, then (variant, ratio) pairs, then tuned, ratio and
+            # (since session 23) "again", the system's call timed a second
+            # time: neither is one of dtmpi's algorithms, so not in the row
             row = {"system": nums[0]}
             for i, name in enumerate(names[1:]):
                 row[name] = nums[1 + 2 * i]

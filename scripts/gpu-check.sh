@@ -125,7 +125,7 @@ if [ "$what" = coll ]; then
     [ $n -gt "$ranks" ] && break
     step "dtmpi-bench coll on $n ranks (tuned = the table above)" | tee -a "$out/coll-bench.txt"
     DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 mpiexec -n $n --bind-to core \
-      $build/bench/dtmpi-bench coll --quick 2>&1 | tee -a "$out/coll-bench.txt" | grep -E "^[a-z]|^ +8 " | head -40
+      $build/bench/dtmpi-bench coll --quick 2>&1 | tee -a "$out/coll-bench.txt" | grep -E "^summary"
   done
 fi
 

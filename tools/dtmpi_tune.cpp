@@ -86,8 +86,12 @@ std::vector<double> time_variants(const std::vector<std::function<void()>>& call
                                   MPI_Comm comm) {
   std::vector<std::vector<double>> t(calls.size());
   for (int s = 0; s < samples; ++s)
-    for (size_t v = 0; v < calls.size(); ++v) {
-      calls[v]();
+    for (size_t k = 0; k < calls.size(); ++k) {
+      // each sample starts at the next variant, so that no variant is always
+      // timed right after the same one (ranks leaving an algorithm at
+      // different times, its scratch in the caches); a tenth of the calls warm
+      const size_t v = (k + static_cast<size_t>(s)) % calls.size();
+      for (int i = 0; i < std::max(1, iters / 10); ++i) calls[v]();
       PMPI_Barrier(comm);
       const double t0 = PMPI_Wtime();
       for (int i = 0; i < iters; ++i) calls[v]();
@@ -258,7 +262,7 @@ int main(int argc, char** argv) {
   // the in-flight cells' own result buffers (pending operations must not share one)
   std::vector<std::vector<double>> many(kInFlight, std::vector<double>(std::min<size_t>(side, kMaxInFlightSide / 8 + 1)));
   std::vector<MPI_Request> reqs(kInFlight, MPI_REQUEST_NULL);
-  size_t done = 0, timed = 0, possible = 0, model_within = 0, model_best = 0;
+  size_t done = 0, timed = 0, possible = 0, model_within = 0, model_best = 0, confirmed = 0, overturned = 0;
   for (const Cell& c : cells) {
     int over = PMPI_Wtime() - start > limit && limit > 0;
     PMPI_Bcast(&over, 1, MPI_INT, 0, MPI_COMM_WORLD);  // rank 0's clock decides, so all stop together
@@ -314,9 +318,30 @@ int main(int argc, char** argv) {
         if (t[v] < t[best]) best = v;
       // dtmpi's only where clearly faster: "never slower than the system MPI"
       if (best != 0 && t[best] > 0.97 * t[0]) best = 0;
+      double best_s = t[best], system_s = t[0];
+      if (best != 0) {
+        // a second, separate round of the winner against the system MPI: a
+        // win by one round's noise (dtmpi-bench found a 10% win at 8 B go
+        // to 0.82x) does not make it into the table
+        const std::vector<double> again = time_variants({calls[0], calls[best]}, c.in_flight ? std::max(1, iters / kInFlight) : iters,
+                                                        quick ? 3 : 5, comm);
+        confirmed += 1;
+        if (again[1] > 0.97 * again[0]) {
+          best = 0;
+          best_s = system_s = again[0];
+          ++overturned;
+        } else {
+          best_s = again[1];
+          system_s = again[0];
+        }
+        if (c.in_flight) {
+          best_s /= kInFlight;
+          system_s /= kInFlight;
+        }
+      }
       e.algorithm = best == 0 ? Algorithm::kSystem : candidates[best - 1];
-      e.us = t[best] * 1e6;
-      e.system_us = t[0] * 1e6;
+      e.us = best_s * 1e6;
+      e.system_us = system_s * 1e6;
       if (exhaustive && !candidates.empty()) {
         double fastest = t[1];
         for (size_t v = 2; v < t.size(); ++v) fastest = std::min(fastest, t[v]);
@@ -348,6 +373,9 @@ int main(int argc, char** argv) {
     else std::printf("wrote %zu cells to %s in %.1f s (timed %zu of %zu candidate runs: %.0f%% of an exhaustive search)\n",
                      table.entries.size(), out.c_str(), PMPI_Wtime() - start, timed, possible,
                      possible ? 100.0 * static_cast<double>(timed) / static_cast<double>(possible) : 0.0);
+    if (confirmed > 0)
+      std::printf("a second round against the system MPI confirmed dtmpi's winner in %zu of %zu cells (the others: "
+                  "the system MPI's)\n", confirmed - overturned, confirmed);
     if (exhaustive && done > 0)
       std::printf("the LogGP model's first choice: the fastest of dtmpi's algorithms in %zu of %zu cells, within 10%% "
                   "of it in %zu\n", model_best, done, model_within);

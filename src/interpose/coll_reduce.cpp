@@ -49,7 +49,8 @@ bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
   tp::UserBuffer b;
   // GPU memory of a type dtmpi cannot plan (b.refused) is staged too: a span
   // of bytes needs no plan, and the system MPI must not see the device pointer
-  if (!must_stage(buf, count, type, b, HostPacking::kNever) && !b.refused) return false;
+  if (!must_stage(buf, count, type, b, HostPacking::kNever, nullptr, collective_takes_device_memory()) && !b.refused)
+    return false;
   MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
   REAL(MPI_Type_get_true_extent)(type, &true_lb, &true_extent);
   REAL(MPI_Type_get_extent)(type, &lb, &extent);

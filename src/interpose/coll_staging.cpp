@@ -1,5 +1,7 @@
 #include "interpose/coll_staging.hpp"
 
+#include "coll/coll.hpp"
+
 #include <mutex>
 #include <unordered_map>
 
@@ -43,6 +45,8 @@ bool same_memory(const rt::PointerInfo& a, const rt::PointerInfo& b) {
 
 }  // namespace
 
+bool collective_takes_device_memory() { return tp::mpi_takes_device_memory() && !coll::enabled(); }
+
 bool may_stage_side(const Pieces& p) {
   if (p.buf == MPI_IN_PLACE) return false;
   MPI_Datatype asked = MPI_DATATYPE_NULL;
@@ -71,7 +75,7 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
     asked = t;
     tp::UserBuffer b;
     const int c = p.counts[static_cast<size_t>(i)];
-    const bool must = must_stage(p.piece(i), c, t, b, host);
+    const bool must = must_stage(p.piece(i), c, t, b, host, nullptr, collective_takes_device_memory());
     if (b.refused) {
       s.refused = b.refused;
       return true;
@@ -100,7 +104,7 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
       planned = t;
     }
     if (!plan) {  // a type dtmpi cannot plan: the system MPI takes it all, unless it is on the GPU
-      if (!rt::on_gpu(s.info) || tp::mpi_takes_device_memory()) return false;
+      if (!rt::on_gpu(s.info) || collective_takes_device_memory()) return false;
       s.refused = MPI_ERR_TYPE;
       return true;
     }
@@ -243,7 +247,9 @@ Result<bool> prepare(StagedCall& c, InPlace in_place) {
   if (const int refused = c.stage_send && c.ss.refused ? c.ss.refused : c.stage_recv ? c.rs.refused : 0)
     return Error{refused, std::string("a collective on a GPU buffer ") +
                               (refused == MPI_ERR_COUNT ? "of more than 2 GiB" : "whose datatype dtmpi cannot plan") +
-                              ": the system MPI is not CUDA-aware"};
+                              (tp::mpi_takes_device_memory()
+                                   ? ": dtmpi's collectives (DTMPI_COLL) copy host memory only"
+                                   : ": the system MPI is not CUDA-aware")};
   rt::count(rt::Counter::kStagedCollectives);
   if (c.stage_send) DTMPI_TRY(stage(c.send, InPlace::all(), c.ss));
   if (c.stage_recv) DTMPI_TRY(stage(c.recv, in_place, c.rs));

@@ -143,6 +143,15 @@ struct StagedCall final : transport::Completion {
   Status finish() override;
 };
 
+// Whether a collective's buffers may reach their consumer in device memory:
+// only where the system MPI is CUDA-aware and dtmpi's own algorithms serve no
+// collective (DTMPI_COLL=system). Those algorithms copy with the CPU through
+// a node segment, so while DTMPI_COLL lets them serve, every rank stages its
+// device buffers to host memory, whichever algorithm a call then gets -- the
+// same rule on every rank (a device buffer on one rank must not send that
+// rank to the system MPI while the others run dtmpi's algorithm).
+bool collective_takes_device_memory();
+
 // Whether side `p` must be staged (GPU memory, a derived type in the host
 // test mode, or, with `host` kWhereBetter, a small-block host type dtmpi
 // packs better); fills the plans and where the pieces live. False also for a

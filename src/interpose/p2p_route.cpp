@@ -36,7 +36,7 @@ bool may_stage(MPI_Datatype type, HostPacking host) {
 }
 
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b, HostPacking host,
-                const Asked* asked) {
+                const Asked* asked, bool device_taken) {
   if (!rt::active() || count <= 0) return false;
   // one look at the type memo per call: the fast path's where it looked
   const type::Memo memo = asked ? asked->memo : type::memo(type);
@@ -63,10 +63,10 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   }
   b.plan = type::plan_for(type);
   if (!b.plan) {
-    if (rt::on_gpu(b.info) && !transport::mpi_takes_device_memory()) b.refused = MPI_ERR_TYPE;
+    if (rt::on_gpu(b.info) && !device_taken) b.refused = MPI_ERR_TYPE;
     return false;
   }
-  if (rt::on_gpu(b.info) && transport::mpi_takes_device_memory()) {
+  if (rt::on_gpu(b.info) && device_taken) {
     int64_t offset = 0;
     if (b.plan->contiguous_for_count(count, offset))
       return false;  // contiguous device data: the CUDA-aware system MPI takes it as it is
@@ -76,7 +76,7 @@ bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBu
   b.type = type;
   b.bytes = int64_t{count} * b.plan->size;
   if (b.bytes <= INT32_MAX) return true;
-  if (rt::on_gpu(b.info) && !transport::mpi_takes_device_memory()) b.refused = MPI_ERR_COUNT;
+  if (rt::on_gpu(b.info) && !device_taken) b.refused = MPI_ERR_COUNT;
   return false;
 }
 

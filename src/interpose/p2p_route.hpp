@@ -9,6 +9,7 @@
 #include "runtime/buffer_hint.hpp"
 #include "type/registry.hpp"
 #include "transport/p2p.hpp"
+#include "transport/peers.hpp"
 #include "transport/stash.hpp"
 #include "transport/transfer.hpp"
 
@@ -45,8 +46,12 @@ struct Asked {
 // they work on the user's own layout, a packed copy gains nothing).
 // `asked`: what plain_host learned of this (buf, count, type), or null.
 enum class HostPacking { kWhereBetter, kNever };
+// `device_taken`: whether the buffer's consumer takes device memory as it is
+// (the system MPI where CUDA-aware; collective_takes_device_memory() for the
+// collectives, whose consumer may be dtmpi's own algorithms).
 bool must_stage(const void* buf, int count, MPI_Datatype type, transport::UserBuffer& b,
-                HostPacking host = HostPacking::kWhereBetter, const Asked* asked = nullptr);
+                HostPacking host = HostPacking::kWhereBetter, const Asked* asked = nullptr,
+                bool device_taken = transport::mpi_takes_device_memory());
 // The error of a call whose buffer must_stage refused (b.refused: GPU memory
 // neither dtmpi nor the system MPI can take), saying why.
 Error refusal(const transport::UserBuffer& b);
