@@ -296,6 +296,11 @@ if [ "$what" = rma ]; then
 fi
 
 if [ "$what" = mpi4py ]; then
+  # builds the library if no earlier step did (a session's first call)
+  [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
+  cmake --build $build -j "$(nproc)" --target dtmpi > "$out/build-dtmpi.log" 2>&1 \
+    || { grep -E "error" -A5 "$out/build-dtmpi.log" | head -40; exit 1; }
   step "mpi4py test suite: plain NumPy vs preloaded CuPy+NumPy (2 ranks)"
   bash scripts/outsider-mpi4py.sh "$build" "${MPI4PY_TESTS:?MPI4PY_TESTS=<test dir>}" "$out"
 fi
