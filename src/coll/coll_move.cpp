@@ -12,7 +12,9 @@
 #include "base/system_mpi.hpp"
 #include "coll/coll.hpp"
 #include "coll/entry.hpp"
+#include "coll/hierarchy.hpp"
 #include "coll/sides.hpp"
+#include "runtime/stats.hpp"
 
 namespace dtmpi::coll {
 
@@ -37,12 +39,45 @@ Result<bool> allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
   return launch(std::move(op), std::move(send), std::move(recv), pack_rc, comm, req);
 }
 
+namespace {
+
+// A blocking Alltoall on a communicator spanning nodes: node-aggregated
+// (coll/hierarchy.hpp) wherever DTMPI_COLL names an algorithm for the
+// operation; false elsewhere (one node: the caller's algorithms).
+Result<bool> aggregated_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                 MPI_Comm comm, int64_t block) {
+  const bool in_place = sb == MPI_IN_PLACE;
+  if (select(CollOpKind::kAlltoall, size_of(comm), block, false) == Algorithm::kSystem) return false;
+  auto state = usable_or_hierarchy(comm, true);
+  if (!state) return state.error();
+  if (!state.value() || state.value()->seg || !state.value()->hier) return false;
+  const int n = state.value()->size;
+  int pack_rc = MPI_SUCCESS;
+  Side recv = side(rb, int64_t{rc} * n, rt, in_place, comm, pack_rc);
+  Side send = in_place ? Side{} : side(sb, int64_t{sc} * n, st, true, comm, pack_rc);
+  auto served = hier_alltoall(*state.value()->hier, in_place ? recv.data : send.data, recv.data, block);
+  if (!served || !served.value()) return served;  // the same answer on every rank, before any message
+  runtime::count(runtime::Counter::kTunedCollectives);
+  if (pack_rc != MPI_SUCCESS) return Error{pack_rc, "packing an Alltoall's send side failed"};
+  if (recv.is_packed) {
+    const int unpacked = unpacker(recv, comm)();
+    if (unpacked != MPI_SUCCESS) return Error{unpacked, "unpacking an Alltoall's receive side failed"};
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<bool> alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt, MPI_Comm comm,
                       MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;
   if (!valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
   const int64_t block = in_place ? bytes_of(rc, rt) : bytes_of(sc, st);
+  if (!req && block > 0) {
+    auto aggregated = aggregated_alltoall(sb, sc, st, rb, rc, rt, comm, block);
+    if (!aggregated || aggregated.value()) return aggregated;
+  }
   Algorithm a{};
   auto state = serving(CollOpKind::kAlltoall, comm, block, req, a);
   if (!state) return state.error();

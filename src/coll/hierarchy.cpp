@@ -77,6 +77,8 @@ Status node_call(const Hierarchy& h, CollOpKind op, const void* in, void* out, i
   switch (op) {
     case CollOpKind::kBarrier: DTMPI_MPI_CHECK(REAL(MPI_Barrier)(h.node)); break;
     case CollOpKind::kBcast: DTMPI_MPI_CHECK(REAL(MPI_Bcast)(out, count, type, 0, h.node)); break;
+    case CollOpKind::kGather: DTMPI_MPI_CHECK(REAL(MPI_Gather)(in, count, type, out, count, type, 0, h.node)); break;
+    case CollOpKind::kScatter: DTMPI_MPI_CHECK(REAL(MPI_Scatter)(in, count, type, out, count, type, 0, h.node)); break;
     default: DTMPI_MPI_CHECK(REAL(MPI_Reduce)(in, out, count, type, mop, 0, h.node)); break;
   }
   return ok_status();
@@ -139,6 +141,61 @@ Result<bool> hier_reduce(const Hierarchy& h, const void* in, void* out, int coun
   } else if (h.node_rank == root_in_node) {
     DTMPI_MPI_CHECK(REAL(MPI_Recv)(out, count, type, 0, kHandOverTag, h.node, MPI_STATUS_IGNORE));
   }
+  return true;
+}
+
+Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_t block) {
+  const int n = static_cast<int>(h.node_of.size()), nodes = static_cast<int>(h.leader_of.size());
+  // each node's ranks in node order (the node communicators keep rank order)
+  std::vector<std::vector<int>> members(static_cast<size_t>(nodes));
+  for (int r = 0; r < n; ++r) members[static_cast<size_t>(h.node_of[static_cast<size_t>(r)])].push_back(r);
+  size_t largest = 0;
+  for (const auto& m : members) largest = std::max(largest, m.size());
+  // the same answer on every rank: n, the nodes and the block are
+  const int64_t held = static_cast<int64_t>(largest) * n * block;
+  if (block <= 0 || block > INT32_MAX || held > kMaxAggregatedBytes) return false;
+  const size_t b = static_cast<size_t>(block), mine = static_cast<size_t>(h.node_size);
+  const bool leader = h.leaders != MPI_COMM_NULL;
+  // 1. the node's send buffers at its leader: gathered[i][j], from member i to comm rank j
+  std::vector<char> gathered(leader ? mine * static_cast<size_t>(n) * b : 0);
+  const int row = n * static_cast<int>(block);  // <= kMaxAggregatedBytes
+  DTMPI_TRY(node_call(h, CollOpKind::kGather, in, gathered.data(), row, MPI_BYTE, MPI_OP_NULL, row));
+  std::vector<char> scattered(leader ? mine * static_cast<size_t>(n) * b : 0);
+  if (leader) {
+    // 2. one message per node, in node order: from each member i of this
+    // node, its blocks to node d's members in their order
+    std::vector<char> outgoing(gathered.size()), incoming(gathered.size());
+    std::vector<int> sc(static_cast<size_t>(nodes)), sd(static_cast<size_t>(nodes)), rc(sc.size()), rd(sd.size());
+    size_t at = 0, from = 0;
+    for (int d = 0; d < nodes; ++d) {
+      const auto& dst = members[static_cast<size_t>(d)];
+      sd[static_cast<size_t>(d)] = static_cast<int>(at);
+      for (size_t i = 0; i < mine; ++i)
+        for (int j : dst) {
+          std::memcpy(outgoing.data() + at, gathered.data() + (i * static_cast<size_t>(n) + static_cast<size_t>(j)) * b, b);
+          at += b;
+        }
+      sc[static_cast<size_t>(d)] = static_cast<int>(mine * dst.size() * b);
+      // from node d: each of its members' blocks to this node's members
+      rd[static_cast<size_t>(d)] = static_cast<int>(from);
+      rc[static_cast<size_t>(d)] = static_cast<int>(dst.size() * mine * b);
+      from += dst.size() * mine * b;
+    }
+    DTMPI_MPI_CHECK(REAL(MPI_Alltoallv)(outgoing.data(), sc.data(), sd.data(), MPI_BYTE, incoming.data(), rc.data(),
+                                        rd.data(), MPI_BYTE, h.leaders));
+    // 3. for member j of this node, its n blocks in comm rank order: the one
+    // from rank src came from src's node, as the i-th of its members
+    for (size_t j = 0; j < mine; ++j)
+      for (int src = 0; src < n; ++src) {
+        const int s_node = h.node_of[static_cast<size_t>(src)];
+        const size_t i = static_cast<size_t>(h.rank_in_node[static_cast<size_t>(src)]);
+        const size_t at_s = static_cast<size_t>(rd[static_cast<size_t>(s_node)]) + (i * mine + j) * b;
+        std::memcpy(scattered.data() + (j * static_cast<size_t>(n) + static_cast<size_t>(src)) * b,
+                    incoming.data() + at_s, b);
+      }
+  }
+  // 4. every rank its blocks from its leader
+  DTMPI_TRY(node_call(h, CollOpKind::kScatter, scattered.data(), out, row, MPI_BYTE, MPI_OP_NULL, row));
   return true;
 }
 

@@ -44,4 +44,14 @@ Result<bool> hier_bcast(const Hierarchy& h, void* buf, int count, MPI_Datatype t
 Result<bool> hier_reduce(const Hierarchy& h, const void* in, void* out, int count, MPI_Datatype type, MPI_Op op,
                          int root, int64_t elem, bool commutative);
 
+// Node-aggregated Alltoall (Nishtala's "node-aggregated" variant): every
+// rank hands its whole send buffer to its node's leader, the leaders exchange
+// one message per pair of nodes (each block from their node's ranks to the
+// other node's, in rank order), each leader hands every rank of its node its
+// n blocks. `in`, `out`: n blocks of `block` bytes each (packed sides; `in`
+// may be `out`: MPI_IN_PLACE). Not served (false, the same on every rank)
+// where a leader would hold more than kMaxAggregatedBytes of blocks.
+inline constexpr int64_t kMaxAggregatedBytes = int64_t{64} << 20;
+Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_t block);
+
 }  // namespace dtmpi::coll

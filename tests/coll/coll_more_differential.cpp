@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "coll_move_common.hpp"
 
@@ -194,6 +195,36 @@ TEST(CollMore, ReduceScatterBlockMatchesSystem) { prefix_reductions_match(RKind:
 TEST(CollMore, ScanMatchesSystem) { prefix_reductions_match(RKind::kScan); }
 TEST(CollMore, ExscanMatchesSystem) { prefix_reductions_match(RKind::kExscan); }
 TEST(CollMore, ReduceScatterMatchesSystem) { prefix_reductions_match(RKind::kReduceScatter); }
+
+// Emulated nodes (DTMPI_RANKS_PER_NODE) with DTMPI_COLL naming an Alltoall
+// algorithm: a blocking Alltoall on MPI_COMM_WORLD, which spans the nodes, is
+// node-aggregated (coll/hierarchy.hpp) -- served by dtmpi, one call counted --
+// and gives the system MPI's bytes; MPI_IN_PLACE too.
+TEST(CollMore, AlltoallAcrossNodesIsAggregated) {
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const int per_node = rpn ? std::atoi(rpn) : 0;
+  if (!coll_test::named("alltoall") || per_node < 2 || n <= per_node) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
+  for (int count : {1, 5, 300}) {
+    for (bool in_place : {false, true}) {
+      std::vector<double> in(static_cast<size_t>(n * count)), want(in.size(), -1), got(in.size(), -1);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = me * 100000 + static_cast<double>(i);
+      ASSERT_EQ(PMPI_Alltoall(in.data(), count, MPI_DOUBLE, want.data(), count, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+      const long long before = served_by_dtmpi();
+      if (in_place) {
+        got = in;
+        ASSERT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), count, MPI_DOUBLE, MPI_COMM_WORLD),
+                  MPI_SUCCESS);
+      } else {
+        ASSERT_EQ(MPI_Alltoall(in.data(), count, MPI_DOUBLE, got.data(), count, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+      }
+      EXPECT_EQ(served_by_dtmpi(), before + 1) << "count " << count << (in_place ? ", in place" : "");
+      EXPECT_EQ(got, want) << "count " << count << (in_place ? ", in place" : "");
+    }
+  }
+}
 
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
 TEST(CollMore, ZzDtmpiServedWhereSelected) {
