@@ -7,10 +7,11 @@
 // else the built-in one), in one run.
 // Each cell is the time per call of back-to-back blocking calls (the slowest
 // rank's), the median of interleaved samples (sample k of every variant
-// before sample k+1 of any, each sample starting at the next variant). The system MPI's call is timed twice, first and
-// last of each sample ("again"): their difference is the cell's own noise,
-// and tuned counts as slower only where it is slower than both by more than
-// 5% (the summary at the end).
+// before sample k+1 of any; each sample starts at the next variant, every
+// other one runs backwards). The system MPI's call is timed twice in each
+// sample, as two variants far apart in the order ("again"): their difference
+// is the cell's own noise, and tuned counts as slower only where it is slower
+// than both by more than 5% (the summary at the end).
 #include <mpi.h>
 
 #include <algorithm>
@@ -103,11 +104,13 @@ void system_call(CollOpKind kind, const double* in, double* out, int count) {
 std::vector<double> time_all(const std::vector<std::function<void()>>& calls, int iters, int samples) {
   std::vector<std::vector<double>> t(calls.size());
   for (int s = 0; s < samples; ++s) {
-    // each sample starts at another variant: a call timed right after one of
-    // dtmpi's algorithms (ranks leaving it at different times, its scratch
-    // in the caches) would otherwise always be the same one
+    // each sample starts at another variant and every other sample runs
+    // backwards, so that no variant is always timed right after the same one
+    // (ranks leaving one of dtmpi's algorithms at different times, its
+    // scratch in the caches)
     for (size_t k = 0; k < calls.size(); ++k) {
-      const size_t v = (k + static_cast<size_t>(s)) % calls.size();
+      const size_t n = calls.size(), step = s % 2 ? n - 1 - k : k;
+      const size_t v = (step + static_cast<size_t>(s)) % n;
       // warm (and the first use of a communicator's state), a tenth of the timed calls
       for (int i = 0; i < std::max(1, iters / 10); ++i) calls[v]();
       PMPI_Barrier(MPI_COMM_WORLD);
@@ -173,12 +176,17 @@ int bench_coll(int argc, char** argv) {
                           ? std::function<void()>([&, kind, count] { system_call(kind, in.data(), out.data(), count); })
                           : std::function<void()>(forced(pick)));
       const int iters = static_cast<int>(std::clamp<int64_t>((quick ? 1 : 4) * 2000000 / (bytes + 4000), 10, 2000));
-      calls.push_back(calls.front());  // the system's call again, last
-      const auto t = time_all(calls, iters, samples);
+      // the system's call again, halfway round the order from the first
+      const size_t mid = calls.size() / 2 + 1;
+      calls.insert(calls.begin() + static_cast<std::ptrdiff_t>(mid), calls.front());
+      const auto timed = time_all(calls, iters, samples);
       if (me != 0) continue;
-      const double sys = t.front(), again = t.back(), tuned = t[t.size() - 2];
+      std::vector<double> t = timed;  // the variants in column order, "again" apart
+      const double again = t[mid];
+      t.erase(t.begin() + static_cast<std::ptrdiff_t>(mid));
+      const double sys = t.front(), tuned = t.back();
       std::printf("%-9s %8lld %9.2f", "", static_cast<long long>(bytes), sys * 1e6);
-      for (size_t v = 1; v + 1 < t.size(); ++v) std::printf(" %9.2f %6.2f", t[v] * 1e6, sys / t[v]);
+      for (size_t v = 1; v < t.size(); ++v) std::printf(" %9.2f %6.2f", t[v] * 1e6, sys / t[v]);
       // the table's name for the pick: it may be an algorithm without a
       // column here (a chain segment variant, Bruck's Alltoallv)
       std::printf(" %9.2f  %s\n", again * 1e6, coll::algorithm_name(pick));

@@ -87,10 +87,12 @@ std::vector<double> time_variants(const std::vector<std::function<void()>>& call
   std::vector<std::vector<double>> t(calls.size());
   for (int s = 0; s < samples; ++s)
     for (size_t k = 0; k < calls.size(); ++k) {
-      // each sample starts at the next variant, so that no variant is always
-      // timed right after the same one (ranks leaving an algorithm at
-      // different times, its scratch in the caches); a tenth of the calls warm
-      const size_t v = (k + static_cast<size_t>(s)) % calls.size();
+      // each sample starts at the next variant and every other sample runs
+      // backwards, so that no variant is always timed right after the same
+      // one (ranks leaving an algorithm at different times, its scratch in
+      // the caches); a tenth of the calls warm
+      const size_t n = calls.size(), step = s % 2 ? n - 1 - k : k;
+      const size_t v = (step + static_cast<size_t>(s)) % n;
       for (int i = 0; i < std::max(1, iters / 10); ++i) calls[v]();
       PMPI_Barrier(comm);
       const double t0 = PMPI_Wtime();

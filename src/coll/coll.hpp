@@ -43,6 +43,9 @@ Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).
 bool enabled();
+// Whether DTMPI_COLL may let dtmpi's algorithms serve `op` at all (named, or
+// tuned); false for kCount (operations they never serve). The same on every rank.
+bool enabled(CollOpKind op);
 // Gatherv, Scatterv and Alltoallv, whose ranks know only their own blocks:
 // a call agrees on the largest block before it can choose (see the entries
 // below) -- a non-blocking one inside its own state machine (the agreement,

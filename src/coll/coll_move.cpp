@@ -51,6 +51,7 @@ Result<bool> aggregated_alltoall(const void* sb, int sc, MPI_Datatype st, void* 
   auto state = usable_or_hierarchy(comm, true);
   if (!state) return state.error();
   if (!state.value() || state.value()->seg || !state.value()->hier) return false;
+  if (!aggregated_fits(*state.value()->hier, block)) return false;  // before anything is packed
   const int n = state.value()->size;
   int pack_rc = MPI_SUCCESS;
   Side recv = side(rb, int64_t{rc} * n, rt, in_place, comm, pack_rc);

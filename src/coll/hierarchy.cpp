@@ -144,16 +144,21 @@ Result<bool> hier_reduce(const Hierarchy& h, const void* in, void* out, int coun
   return true;
 }
 
+bool aggregated_fits(const Hierarchy& h, int64_t block) {
+  // the same answer on every rank: n, the nodes and the block are
+  const int64_t n = static_cast<int64_t>(h.node_of.size());
+  std::vector<int64_t> size(h.leader_of.size(), 0);
+  for (int node : h.node_of) ++size[static_cast<size_t>(node)];
+  const int64_t largest = size.empty() ? 0 : *std::max_element(size.begin(), size.end());
+  return block > 0 && block <= kMaxAggregatedBytes && largest * n <= kMaxAggregatedBytes / block;
+}
+
 Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_t block) {
+  if (!aggregated_fits(h, block)) return false;
   const int n = static_cast<int>(h.node_of.size()), nodes = static_cast<int>(h.leader_of.size());
   // each node's ranks in node order (the node communicators keep rank order)
   std::vector<std::vector<int>> members(static_cast<size_t>(nodes));
   for (int r = 0; r < n; ++r) members[static_cast<size_t>(h.node_of[static_cast<size_t>(r)])].push_back(r);
-  size_t largest = 0;
-  for (const auto& m : members) largest = std::max(largest, m.size());
-  // the same answer on every rank: n, the nodes and the block are
-  const int64_t held = static_cast<int64_t>(largest) * n * block;
-  if (block <= 0 || block > INT32_MAX || held > kMaxAggregatedBytes) return false;
   const size_t b = static_cast<size_t>(block), mine = static_cast<size_t>(h.node_size);
   const bool leader = h.leaders != MPI_COMM_NULL;
   // 1. the node's send buffers at its leader: gathered[i][j], from member i to comm rank j

@@ -49,9 +49,13 @@ Result<bool> hier_reduce(const Hierarchy& h, const void* in, void* out, int coun
 // one message per pair of nodes (each block from their node's ranks to the
 // other node's, in rank order), each leader hands every rank of its node its
 // n blocks. `in`, `out`: n blocks of `block` bytes each (packed sides; `in`
-// may be `out`: MPI_IN_PLACE). Not served (false, the same on every rank)
-// where a leader would hold more than kMaxAggregatedBytes of blocks.
-inline constexpr int64_t kMaxAggregatedBytes = int64_t{64} << 20;
+// may be `out`: MPI_IN_PLACE). Served only where aggregated_fits (false: the
+// same answer on every rank, asked before any side is packed).
 Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_t block);
+// Whether the largest node's blocks, n x its ranks x `block` bytes, stay
+// within kMaxAggregatedBytes: a leader holds four such buffers (gathered,
+// sent, received, scattered).
+inline constexpr int64_t kMaxAggregatedBytes = int64_t{64} << 20;
+bool aggregated_fits(const Hierarchy& h, int64_t block);
 
 }  // namespace dtmpi::coll

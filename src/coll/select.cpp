@@ -92,6 +92,9 @@ Algorithm select_builtin(CollOpKind op, int n, int64_t bytes) {
 }
 
 bool enabled() { return table().any; }
+bool enabled(CollOpKind op) {
+  return op < CollOpKind::kCount && table().alg[static_cast<size_t>(op)] != Algorithm::kSystem;
+}
 
 namespace {
 // dtmpi-tune's table, set once by init_tuning (MPI_Init, before any

@@ -44,13 +44,12 @@ struct Span {
 };
 
 // Whether (buf, count, type) must be staged; fills the span.
-bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s) {
+bool needs_span(const void* buf, int count, MPI_Datatype type, Span& s, bool device_taken) {
   if (buf == MPI_IN_PLACE) return false;
   tp::UserBuffer b;
   // GPU memory of a type dtmpi cannot plan (b.refused) is staged too: a span
   // of bytes needs no plan, and the system MPI must not see the device pointer
-  if (!must_stage(buf, count, type, b, HostPacking::kNever, nullptr, collective_takes_device_memory()) && !b.refused)
-    return false;
+  if (!must_stage(buf, count, type, b, HostPacking::kNever, nullptr, device_taken) && !b.refused) return false;
   MPI_Aint true_lb = 0, true_extent = 0, lb = 0, extent = 0;
   REAL(MPI_Type_get_true_extent)(type, &true_lb, &true_extent);
   REAL(MPI_Type_get_extent)(type, &lb, &extent);
@@ -94,13 +93,16 @@ struct ReduceCall final : dtmpi::transport::Completion {
 // absent (null) where MPI ignores it on this rank; `read_result`: the result
 // buffer's bytes matter before the call (it holds the input in place, or the
 // call may leave it as it is). `call(send, recv, req)` calls the system MPI.
+// `device_taken`: whether the call's consumer takes device memory as it is
+// (reduction_takes_device_memory; the system MPI's MPI_Reduce_local: where
+// it is CUDA-aware).
 template <class Call>
-dtmpi::Status run_reduction_here(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
-                            MPI_Request* req, Call call) {
+dtmpi::Status run_reduction_here(bool device_taken, const void* sb, int in_count, void* rb, int out_count,
+                                 bool read_result, MPI_Datatype type, MPI_Request* req, Call call) {
   if (!may_stage(type, HostPacking::kNever)) return DTMPI_MPI_FORWARD(call(sb, rb, req));  // nothing to look at
   auto c = std::make_shared<ReduceCall>();
-  c->stage_in = sb && needs_span(sb, in_count, type, c->in);
-  c->stage_out = rb && needs_span(rb, out_count, type, c->out);
+  c->stage_in = sb && needs_span(sb, in_count, type, c->in, device_taken);
+  c->stage_out = rb && needs_span(rb, out_count, type, c->out, device_taken);
   if (!c->stage_in && !c->stage_out) return DTMPI_MPI_FORWARD(call(sb, rb, req));
   rt::count(rt::Counter::kStagedCollectives);
   if (c->stage_in) DTMPI_TRY(copy_in(c->in, true));
@@ -114,12 +116,21 @@ dtmpi::Status run_reduction_here(const void* sb, int in_count, void* rb, int out
 // not block inside the system MPI (dtmpi's windows need this rank's progress:
 // p2p_route.hpp), its non-blocking form and dtmpi's wait.
 template <class Call>
-dtmpi::Status run_reduction(const void* sb, int in_count, void* rb, int out_count, bool read_result, MPI_Datatype type,
-                            MPI_Request* req, Call call) {
-  if (req || !blocking_needs_progress()) return run_reduction_here(sb, in_count, rb, out_count, read_result, type, req, call);
+dtmpi::Status run_reduction(bool device_taken, const void* sb, int in_count, void* rb, int out_count, bool read_result,
+                            MPI_Datatype type, MPI_Request* req, Call call) {
+  if (req || !blocking_needs_progress())
+    return run_reduction_here(device_taken, sb, in_count, rb, out_count, read_result, type, req, call);
   MPI_Request r = MPI_REQUEST_NULL;
-  DTMPI_TRY(run_reduction_here(sb, in_count, rb, out_count, read_result, type, &r, call));
+  DTMPI_TRY(run_reduction_here(device_taken, sb, in_count, rb, out_count, read_result, type, &r, call));
   return wait(&r, MPI_STATUS_IGNORE);
+}
+
+// A reduction's device buffers go on as they are only to a CUDA-aware system
+// MPI, and only where neither dtmpi's algorithms (DTMPI_COLL) nor its
+// deterministic fold (which combines with the CPU) may take the call -- the
+// same answer on every rank of `comm`.
+bool reduction_takes_device_memory(dtmpi::coll::CollOpKind op, MPI_Comm comm) {
+  return collective_takes_device_memory(op) && !dtmpi::coll::deterministic(comm);
 }
 
 bool is_inter(MPI_Comm comm) {
@@ -131,8 +142,8 @@ bool is_inter(MPI_Comm comm) {
 dtmpi::Status allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                         MPI_Request* req) {
   tp::poll();
-  return run_reduction(sb, count, rb, count, sb == MPI_IN_PLACE, type, req,
-                       [&](const void* s, void* r, MPI_Request* q) {
+  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kAllreduce, comm), sb, count, rb, count,
+                       sb == MPI_IN_PLACE, type, req, [&](const void* s, void* r, MPI_Request* q) {
                          // a deterministic fold where the communicator asks for one,
                          // else dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
                          auto served = dtmpi::coll::deterministic(comm)
@@ -153,7 +164,8 @@ dtmpi::Status reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI
   const bool inter = is_inter(comm);
   const bool result_here = inter ? root == MPI_ROOT : root == me;
   const bool contributes = inter ? root >= 0 : true;
-  return run_reduction(contributes ? sb : nullptr, count, result_here ? rb : nullptr, count,
+  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduce, comm),
+                       contributes ? sb : nullptr, count, result_here ? rb : nullptr, count,
                        result_here && sb == MPI_IN_PLACE, type, req, [&](const void* s, void* r, MPI_Request* q) {
                          // arguments MPI ignores on this rank pass through unchanged
                          const void* a = contributes ? s : sb;
@@ -176,7 +188,8 @@ dtmpi::Status reduce_scatter_block(const void* sb, void* rb, int count, MPI_Data
   const int n = peers_of(comm);
   const bool in_place = sb == MPI_IN_PLACE;
   // in place, the result buffer holds all n blocks of input
-  return run_reduction(sb, n * count, rb, in_place ? n * count : count, in_place, type, req,
+  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduceScatterBlock, comm), sb,
+                       n * count, rb, in_place ? n * count : count, in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
                          auto served = dtmpi::coll::reduce_scatter_block(s, r, count, type, op, comm, q);
@@ -195,7 +208,8 @@ dtmpi::Status reduce_scatter(const void* sb, void* rb, const int counts[], MPI_D
   REAL(MPI_Comm_rank)(comm, &me);
   for (int i = 0; i < n; ++i) total += counts[i];
   const bool in_place = sb == MPI_IN_PLACE;
-  return run_reduction(sb, total, rb, in_place ? total : counts[me], in_place, type, req,
+  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduceScatter, comm), sb, total, rb,
+                       in_place ? total : counts[me], in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
                          auto served = dtmpi::coll::reduce_scatter(s, r, counts, type, op, comm, q);
@@ -211,7 +225,9 @@ dtmpi::Status reduce_scatter(const void* sb, void* rb, const int counts[], MPI_D
 dtmpi::Status scan(bool exclusive, const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                    MPI_Request* req) {
   tp::poll();
-  return run_reduction(sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, req,
+  return run_reduction(
+      reduction_takes_device_memory(exclusive ? dtmpi::coll::CollOpKind::kExscan : dtmpi::coll::CollOpKind::kScan, comm),
+      sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
                          auto served = dtmpi::coll::scan(exclusive, s, r, count, type, op, comm, q);
@@ -274,7 +290,8 @@ DTMPI_EXPORT int MPI_Iexscan(const void* sb, void* rb, int count, MPI_Datatype t
 }
 // No communicator: errors go to MPI_COMM_WORLD's handler (MPI-3.1 sec. 8.3).
 DTMPI_EXPORT int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype type, MPI_Op op) {
-  return result(run_reduction_here(in, count, inout, count, true, type, nullptr, [&](const void* s, void* r, MPI_Request*) {
+  return result(run_reduction_here(tp::mpi_takes_device_memory(), in, count, inout, count, true, type, nullptr,
+                                   [&](const void* s, void* r, MPI_Request*) {
     return REAL(MPI_Reduce_local)(s, r, count, type, op);
   }));
 }

@@ -45,7 +45,7 @@ bool same_memory(const rt::PointerInfo& a, const rt::PointerInfo& b) {
 
 }  // namespace
 
-bool collective_takes_device_memory() { return tp::mpi_takes_device_memory() && !coll::enabled(); }
+bool collective_takes_device_memory(coll::CollOpKind op) { return tp::mpi_takes_device_memory() && !coll::enabled(op); }
 
 bool may_stage_side(const Pieces& p) {
   if (p.buf == MPI_IN_PLACE) return false;
@@ -62,7 +62,7 @@ bool may_stage_side(const Pieces& p) {
 // Whether `p` must be staged; fills plans and memory. Each distinct type is
 // asked once (a v side asks once) -- except with MPI_BOTTOM, where absolute
 // displacements may reach several memories and every piece is asked.
-bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
+bool needs_staging(const Pieces& p, Staged& s, HostPacking host, bool device_taken) {
   if (p.buf == MPI_IN_PLACE) return false;
   const bool every_piece = p.buf == MPI_BOTTOM;
   bool stage = false;
@@ -75,7 +75,7 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
     asked = t;
     tp::UserBuffer b;
     const int c = p.counts[static_cast<size_t>(i)];
-    const bool must = must_stage(p.piece(i), c, t, b, host, nullptr, collective_takes_device_memory());
+    const bool must = must_stage(p.piece(i), c, t, b, host, nullptr, device_taken);
     if (b.refused) {
       s.refused = b.refused;
       return true;
@@ -104,7 +104,7 @@ bool needs_staging(const Pieces& p, Staged& s, HostPacking host) {
       planned = t;
     }
     if (!plan) {  // a type dtmpi cannot plan: the system MPI takes it all, unless it is on the GPU
-      if (!rt::on_gpu(s.info) || collective_takes_device_memory()) return false;
+      if (!rt::on_gpu(s.info) || device_taken) return false;
       s.refused = MPI_ERR_TYPE;
       return true;
     }
@@ -241,8 +241,8 @@ MPI_Datatype Staged::type() const {
 Status StagedCall::finish() { return stage_recv ? unstage(recv, rs) : ok_status(); }
 
 Result<bool> prepare(StagedCall& c, InPlace in_place) {
-  c.stage_send = needs_staging(c.send, c.ss);
-  c.stage_recv = needs_staging(c.recv, c.rs, receive_packing());  // host sides as point-to-point receives
+  c.stage_send = needs_staging(c.send, c.ss, HostPacking::kWhereBetter, c.device_taken);
+  c.stage_recv = needs_staging(c.recv, c.rs, receive_packing(), c.device_taken);  // host sides as point-to-point receives
   if (!c.stage_send && !c.stage_recv) return false;
   if (const int refused = c.stage_send && c.ss.refused ? c.ss.refused : c.stage_recv ? c.rs.refused : 0)
     return Error{refused, std::string("a collective on a GPU buffer ") +

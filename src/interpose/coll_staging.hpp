@@ -10,6 +10,8 @@
 #pragma once
 #include <mpi.h>
 
+#include "coll/coll.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -138,25 +140,28 @@ struct InPlace {
 // A collective in flight: both sides and their staging; finish() unpacks.
 struct StagedCall final : transport::Completion {
   Pieces send, recv;
+  bool device_taken = false;  // collective_takes_device_memory(the call's op)
   Staged ss, rs;
   bool stage_send = false, stage_recv = false;
   Status finish() override;
 };
 
-// Whether a collective's buffers may reach their consumer in device memory:
-// only where the system MPI is CUDA-aware and dtmpi's own algorithms serve no
-// collective (DTMPI_COLL=system). Those algorithms copy with the CPU through
-// a node segment, so while DTMPI_COLL lets them serve, every rank stages its
-// device buffers to host memory, whichever algorithm a call then gets -- the
-// same rule on every rank (a device buffer on one rank must not send that
-// rank to the system MPI while the others run dtmpi's algorithm).
-bool collective_takes_device_memory();
+// Whether a collective `op`'s buffers may reach their consumer in device
+// memory: only where the system MPI is CUDA-aware and DTMPI_COLL cannot let
+// dtmpi's own algorithms serve `op` (coll::enabled(op); kCount: operations
+// they never serve, e.g. the neighborhood forms). Those algorithms copy with
+// the CPU through a node segment, so where they may serve `op`, every rank
+// stages its device buffers to host memory, whichever algorithm a call then
+// gets -- the same rule on every rank (a device buffer on one rank must not
+// send that rank to the system MPI while the others run dtmpi's algorithm).
+bool collective_takes_device_memory(coll::CollOpKind op);
 
 // Whether side `p` must be staged (GPU memory, a derived type in the host
 // test mode, or, with `host` kWhereBetter, a small-block host type dtmpi
 // packs better); fills the plans and where the pieces live. False also for a
 // type dtmpi cannot plan.
-bool needs_staging(const Pieces& p, Staged& s, HostPacking host = HostPacking::kWhereBetter);
+bool needs_staging(const Pieces& p, Staged& s, HostPacking host = HostPacking::kWhereBetter,
+                   bool device_taken = transport::mpi_takes_device_memory());
 // Packed layout of a side needing staging: counts, displacements, packed
 // types, total bytes (no buffer yet).
 Status layout(const Pieces& p, Staged& s);
@@ -182,18 +187,20 @@ bool may_stage_side(const Pieces& p);
 // user's arguments otherwise, and returns its code; `req` null: the blocking
 // form.
 template <class Call>
-Status run_collective(Pieces send, Pieces recv, InPlace in_place, MPI_Request* request, Call call) {
+Status run_collective(coll::CollOpKind op, Pieces send, Pieces recv, InPlace in_place, MPI_Request* request,
+                      Call call) {
   if (!request && blocking_needs_progress()) {
     // dtmpi's windows need this rank's progress (p2p_route.hpp): the
     // non-blocking form and dtmpi's wait, which progresses them
     MPI_Request r = MPI_REQUEST_NULL;
-    DTMPI_TRY(run_collective(std::move(send), std::move(recv), in_place, &r, call));
+    DTMPI_TRY(run_collective(op, std::move(send), std::move(recv), in_place, &r, call));
     return wait(&r, MPI_STATUS_IGNORE);
   }
   if (!may_stage_side(send) && !may_stage_side(recv)) return DTMPI_MPI_FORWARD(call(nullptr, nullptr, request));
   auto c = std::make_shared<StagedCall>();
   c->send = std::move(send);
   c->recv = std::move(recv);
+  c->device_taken = collective_takes_device_memory(op);
   auto staged = prepare(*c, in_place);
   if (!staged) return staged.error();
   if (!staged.value()) return DTMPI_MPI_FORWARD(call(nullptr, nullptr, request));

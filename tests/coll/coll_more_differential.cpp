@@ -207,23 +207,34 @@ TEST(CollMore, AlltoallAcrossNodesIsAggregated) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const int per_node = rpn ? std::atoi(rpn) : 0;
   if (!coll_test::named("alltoall") || per_node < 2 || n <= per_node) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
-  for (int count : {1, 5, 300}) {
-    for (bool in_place : {false, true}) {
-      std::vector<double> in(static_cast<size_t>(n * count)), want(in.size(), -1), got(in.size(), -1);
-      for (size_t i = 0; i < in.size(); ++i) in[i] = me * 100000 + static_cast<double>(i);
-      ASSERT_EQ(PMPI_Alltoall(in.data(), count, MPI_DOUBLE, want.data(), count, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
-      const long long before = served_by_dtmpi();
-      if (in_place) {
-        got = in;
-        ASSERT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), count, MPI_DOUBLE, MPI_COMM_WORLD),
-                  MPI_SUCCESS);
-      } else {
-        ASSERT_EQ(MPI_Alltoall(in.data(), count, MPI_DOUBLE, got.data(), count, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+  // MPI_COMM_WORLD (nodes of consecutive ranks), then the same ranks with the
+  // even world ranks first (nodes interleaved: a node's ranks are not
+  // consecutive, a rank's place in its node is not its distance from the leader)
+  MPI_Comm interleaved = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, 0, (me % 2) * n + me / 2, &interleaved), MPI_SUCCESS);
+  for (MPI_Comm comm : {MPI_COMM_WORLD, interleaved}) {
+    int mine = 0;
+    MPI_Comm_rank(comm, &mine);
+    for (int count : {1, 5, 300}) {
+      for (bool in_place : {false, true}) {
+        const std::string what = std::string(comm == MPI_COMM_WORLD ? "world" : "interleaved") + ", count " +
+                                 std::to_string(count) + (in_place ? ", in place" : "");
+        std::vector<double> in(static_cast<size_t>(n * count)), want(in.size(), -1), got(in.size(), -1);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = mine * 100000 + static_cast<double>(i);
+        EXPECT_EQ(PMPI_Alltoall(in.data(), count, MPI_DOUBLE, want.data(), count, MPI_DOUBLE, comm), MPI_SUCCESS);
+        const long long before = served_by_dtmpi();
+        if (in_place) {
+          got = in;
+          EXPECT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), count, MPI_DOUBLE, comm), MPI_SUCCESS);
+        } else {
+          EXPECT_EQ(MPI_Alltoall(in.data(), count, MPI_DOUBLE, got.data(), count, MPI_DOUBLE, comm), MPI_SUCCESS);
+        }
+        EXPECT_EQ(served_by_dtmpi(), before + 1) << what;
+        EXPECT_EQ(got, want) << what;
       }
-      EXPECT_EQ(served_by_dtmpi(), before + 1) << "count " << count << (in_place ? ", in place" : "");
-      EXPECT_EQ(got, want) << "count " << count << (in_place ? ", in place" : "");
     }
   }
+  MPI_Comm_free(&interleaved);
 }
 
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
