@@ -19,6 +19,8 @@
 #include "coll/coll.hpp"
 #include "coll/entry.hpp"
 #include "coll/sides.hpp"
+#include "runtime/stats.hpp"
+#include "coll/hierarchy.hpp"
 #include "runtime/buffer_hint.hpp"
 #include "transport/engine.hpp"
 
@@ -302,6 +304,51 @@ Result<bool> agreed_alltoall(std::shared_ptr<CommState> st, int64_t mine, const 
       });
 }
 
+// A blocking Alltoallv or Alltoallw on a communicator spanning nodes:
+// node-aggregated (coll/hierarchy.hpp) where DTMPI_COLL names an Alltoallv
+// algorithm for the largest block -- which, with the largest rank's bytes,
+// one allreduce over the communicator agrees on first (only where DTMPI_COLL
+// may choose dtmpi's at all); false elsewhere, the same on every rank.
+// `side(buf, send, read, pack_rc)` as for agreed_alltoall.
+template <class Side>
+Result<bool> aggregated_alltoallv(MPI_Comm comm, int64_t largest_block, int64_t rank_bytes, const void* sb, void* rb,
+                                  bool in_place, Side side) {
+  const int n = size_of(comm);
+  if (!agrees_first(CollOpKind::kAlltoallv, n)) return false;
+  auto state = usable_or_hierarchy(comm, true);
+  if (!state) return state.error();
+  if (!state.value() || state.value()->seg || !state.value()->hier) return false;
+  int64_t agreed[2] = {largest_block, rank_bytes};
+  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(MPI_IN_PLACE, agreed, 2, MPI_INT64_T, MPI_MAX, comm));
+  if (agreed[0] <= 0 || choice(CollOpKind::kAlltoallv, n, agreed[0]) == Algorithm::kSystem) return false;
+  if (!aggregated_v_fits(*state.value()->hier, agreed[1])) return false;  // before anything is packed
+  int pack_rc = MPI_SUCCESS;
+  VSide recv = side(rb, false, in_place, pack_rc);
+  VSide send = in_place ? VSide{} : side(sb, true, true, pack_rc);
+  auto served = hier_alltoallv(*state.value()->hier, in_place ? recv.data : send.data,
+                               in_place ? recv.blocks : send.blocks, recv.data, recv.blocks);
+  if (!served || !served.value()) return served;
+  runtime::count(runtime::Counter::kTunedCollectives);
+  if (pack_rc != MPI_SUCCESS) return Error{pack_rc, "packing an Alltoallv's send side failed"};
+  if (recv.is_packed) {
+    const int unpacked = unpacker(recv, comm)();
+    if (unpacked != MPI_SUCCESS) return Error{unpacked, "unpacking an Alltoallv's receive side failed"};
+  }
+  return true;
+}
+
+// The bytes of a v side: counts[j] elements of `t` (or of types[j]).
+int64_t side_bytes(int n, const int* counts, MPI_Datatype t) {
+  int64_t sum = 0;
+  for (int j = 0; j < n; ++j) sum += bytes_of(counts[j], t);
+  return sum;
+}
+int64_t side_bytes(int n, const int* counts, const MPI_Datatype* types) {
+  int64_t sum = 0;
+  for (int j = 0; j < n; ++j) sum += block_bytes(counts[j], types[j]);
+  return sum;
+}
+
 }  // namespace
 
 Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
@@ -309,18 +356,24 @@ Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   const bool in_place = sb == MPI_IN_PLACE;
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;
   if (!valid(comm, rt, 0) || !rc || !rd || (!in_place && (st == MPI_DATATYPE_NULL || !sc || !sd))) return false;
+  const int n = size_of(comm);
+  auto lay_out = [&](const void* buf, bool send, bool read, int& pack_rc) {
+    return send ? vside(buf, n, sc, sd, st, read, comm, pack_rc) : vside(buf, n, rc, rd, rt, read, comm, pack_rc);
+  };
+  // what this rank sends to or receives from any one peer, and in all
+  int64_t mine = largest_of(n, rc, rt), all = side_bytes(n, rc, rt);
+  if (!in_place) {
+    mine = std::max(mine, largest_of(n, sc, st));
+    all = std::max(all, side_bytes(n, sc, st));
+  }
+  if (!req) {
+    auto aggregated = aggregated_alltoallv(comm, mine, all, sb, rb, in_place, lay_out);
+    if (!aggregated || aggregated.value()) return aggregated;
+  }
   auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
   if (!state) return state.error();
   if (!state.value()) return false;
-  const int n = state.value()->size;
-  // what this rank sends to or receives from any one peer
-  int64_t mine = largest_of(n, rc, rt);
-  if (!in_place) mine = std::max(mine, largest_of(n, sc, st));
-  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req,
-                         [&](const void* buf, bool send, bool read, int& pack_rc) {
-                           return send ? vside(buf, n, sc, sd, st, read, comm, pack_rc)
-                                       : vside(buf, n, rc, rd, rt, read, comm, pack_rc);
-                         });
+  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req, lay_out);
 }
 
 namespace {
@@ -393,19 +446,23 @@ Result<bool> alltoallw(const void* sb, const int* sc, const int* sd, const MPI_D
   for (int j = 0; j < n; ++j)
     if ((rc[j] > 0 && rt[j] == MPI_DATATYPE_NULL) || (!in_place && sc[j] > 0 && st[j] == MPI_DATATYPE_NULL))
       return false;
-  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
-  if (!state) return state.error();
-  if (!state.value()) return false;
-  int64_t mine = 0;
+  auto lay_out = [&](const void* buf, bool send, bool read, int& pack_rc) {
+    return send ? wside(buf, n, sc, sd, st, read, comm, pack_rc) : wside(buf, n, rc, rd, rt, read, comm, pack_rc);
+  };
+  int64_t mine = 0, all = side_bytes(n, rc, rt);
   for (int j = 0; j < n; ++j) {
     mine = std::max(mine, block_bytes(rc[j], rt[j]));
     if (!in_place) mine = std::max(mine, block_bytes(sc[j], st[j]));
   }
-  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req,
-                         [&](const void* buf, bool send, bool read, int& pack_rc) {
-                           return send ? wside(buf, n, sc, sd, st, read, comm, pack_rc)
-                                       : wside(buf, n, rc, rd, rt, read, comm, pack_rc);
-                         });
+  if (!in_place) all = std::max(all, side_bytes(n, sc, st));
+  if (!req) {
+    auto aggregated = aggregated_alltoallv(comm, mine, all, sb, rb, in_place, lay_out);
+    if (!aggregated || aggregated.value()) return aggregated;
+  }
+  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
+  if (!state) return state.error();
+  if (!state.value()) return false;
+  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req, lay_out);
 }
 
 namespace detail {

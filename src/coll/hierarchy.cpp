@@ -153,6 +153,16 @@ bool aggregated_fits(const Hierarchy& h, int64_t block) {
   return block > 0 && block <= kMaxAggregatedBytes && largest * n <= kMaxAggregatedBytes / block;
 }
 
+bool aggregated_v_fits(const Hierarchy& h, int64_t largest_rank_bytes) {
+  // a leader's four buffers hold its node's ranks' bytes each; n block sizes
+  // of every rank of the node besides
+  std::vector<int64_t> size(h.leader_of.size(), 0);
+  for (int node : h.node_of) ++size[static_cast<size_t>(node)];
+  const int64_t largest = size.empty() ? 0 : *std::max_element(size.begin(), size.end());
+  return largest_rank_bytes >= 0 && largest_rank_bytes <= kMaxAggregatedBytes &&
+         largest * largest_rank_bytes <= kMaxAggregatedBytes;
+}
+
 Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_t block) {
   if (!aggregated_fits(h, block)) return false;
   const int n = static_cast<int>(h.node_of.size()), nodes = static_cast<int>(h.leader_of.size());

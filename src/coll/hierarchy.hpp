@@ -12,6 +12,7 @@
 
 #include "base/result.hpp"
 #include "coll/coll.hpp"
+#include "coll/move.hpp"
 
 namespace dtmpi::coll {
 
@@ -57,5 +58,14 @@ Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_
 // sent, received, scattered).
 inline constexpr int64_t kMaxAggregatedBytes = int64_t{64} << 20;
 bool aggregated_fits(const Hierarchy& h, int64_t block);
+
+// Node-aggregated Alltoallv (and Alltoallw, its blocks bytes by then): as
+// hier_alltoall, with block j of this rank's send side at in + sends.offset[j]
+// (sends.bytes[j] bytes) and of its receive side at out + recvs.offset[j];
+// the leaders learn their nodes' block sizes by one gather. `in` may be
+// `out` (MPI_IN_PLACE). Served only where aggregated_v_fits for the largest
+// rank's bytes (the caller agrees on them first).
+Result<bool> hier_alltoallv(const Hierarchy& h, const char* in, const Blocks& sends, char* out, const Blocks& recvs);
+bool aggregated_v_fits(const Hierarchy& h, int64_t largest_rank_bytes);
 
 }  // namespace dtmpi::coll

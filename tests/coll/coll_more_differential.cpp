@@ -237,6 +237,67 @@ TEST(CollMore, AlltoallAcrossNodesIsAggregated) {
   MPI_Comm_free(&interleaved);
 }
 
+// The same for Alltoallv (node-aggregated, its blocks' sizes gathered at the
+// leaders): the block from rank i to rank j is (i + 2j) % 5 + count doubles
+// (some empty), at gaps of 3 doubles; in place too.
+TEST(CollMore, AlltoallvAcrossNodesIsAggregated) {
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const int per_node = rpn ? std::atoi(rpn) : 0;
+  if (!coll_test::named("alltoallv") || per_node < 2 || n <= per_node) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
+  MPI_Comm interleaved = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, 0, (me % 2) * n + me / 2, &interleaved), MPI_SUCCESS);
+  for (MPI_Comm comm : {MPI_COMM_WORLD, interleaved}) {
+    int mine = 0;
+    MPI_Comm_rank(comm, &mine);
+    for (int count : {0, 2, 200}) {
+      for (bool in_place : {false, true}) {
+        const std::string what = std::string(comm == MPI_COMM_WORLD ? "world" : "interleaved") + ", count " +
+                                 std::to_string(count) + (in_place ? ", in place" : "");
+        auto block = [&](int i, int j) { return (i + 2 * j) % 5 + count; };
+        // in place, the send blocks are the receive blocks: rank i's block for
+        // j must then have the size j sends it (symmetric sizes)
+        auto size = [&](int i, int j) { return in_place ? block(std::min(i, j), std::max(i, j)) : block(i, j); };
+        std::vector<int> sc(static_cast<size_t>(n)), sd(sc.size()), rc(sc.size()), rd(sc.size());
+        int send_at = 0, recv_at = 0;
+        for (int j = 0; j < n; ++j) {
+          sc[static_cast<size_t>(j)] = size(mine, j);
+          sd[static_cast<size_t>(j)] = send_at;
+          send_at += sc[static_cast<size_t>(j)] + 3;
+          rc[static_cast<size_t>(j)] = size(j, mine);
+          rd[static_cast<size_t>(j)] = recv_at;
+          recv_at += rc[static_cast<size_t>(j)] + 3;
+        }
+        std::vector<double> in(static_cast<size_t>(send_at) + 1), want(static_cast<size_t>(recv_at) + 1, -1);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = mine * 100000 + static_cast<double>(i);
+        std::vector<double> got = want;
+        if (in_place) {
+          for (size_t i = 0; i < want.size(); ++i) want[i] = got[i] = mine * 100000 + 0.5 + static_cast<double>(i);
+          EXPECT_EQ(PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, want.data(), rc.data(),
+                                   rd.data(), MPI_DOUBLE, comm), MPI_SUCCESS);
+        } else {
+          EXPECT_EQ(PMPI_Alltoallv(in.data(), sc.data(), sd.data(), MPI_DOUBLE, want.data(), rc.data(), rd.data(),
+                                   MPI_DOUBLE, comm), MPI_SUCCESS);
+        }
+        const long long before = served_by_dtmpi();
+        if (in_place) {
+          EXPECT_EQ(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), rc.data(), rd.data(),
+                                  MPI_DOUBLE, comm), MPI_SUCCESS);
+        } else {
+          EXPECT_EQ(MPI_Alltoallv(in.data(), sc.data(), sd.data(), MPI_DOUBLE, got.data(), rc.data(), rd.data(),
+                                  MPI_DOUBLE, comm), MPI_SUCCESS);
+        }
+        // count 0 with i + 2j = 0 mod 5 everywhere is not possible: some block is non-empty
+        EXPECT_EQ(served_by_dtmpi(), before + 1) << what;
+        EXPECT_EQ(got, want) << what;
+      }
+    }
+  }
+  MPI_Comm_free(&interleaved);
+}
+
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
 TEST(CollMore, ZzDtmpiServedWhereSelected) {
   const char* v = std::getenv("DTMPI_COLL");
