@@ -49,4 +49,10 @@ Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommSta
 Result<bool> run_forced_v(CollOpKind op, Algorithm a, std::shared_ptr<CommState> st, const void* sb, void* rb,
                           int count, MPI_Datatype type, int root, MPI_Request* req);
 
+// MPI_Alltoallw on a one-rank communicator, done by dtmpi whatever DTMPI_COLL
+// says (alltoallw_self.cpp: Open MPI 4.1's own puts the block in the wrong
+// place); false where a block is device memory (the system MPI's call).
+Result<bool> alltoallw_self(const void* sb, const int* sc, const int* sd, const MPI_Datatype* st, void* rb,
+                            const int* rc, const int* rd, const MPI_Datatype* rt, MPI_Comm comm, MPI_Request* req);
+
 }  // namespace dtmpi::coll::detail
