@@ -312,7 +312,8 @@ int main(int argc, char** argv) {
       }
       timed += calls.size();
       const int iters = static_cast<int>(std::clamp<int64_t>((quick ? 1 : 3) * 1000000 / (c.bytes + 4000), 5, 1000));
-      std::vector<double> t = time_variants(calls, c.in_flight ? std::max(1, iters / kInFlight) : iters, quick ? 3 : 5, comm);
+      const int rounds = c.in_flight ? std::max(1, iters / kInFlight) : iters, samples = quick ? 3 : 5;
+      std::vector<double> t = time_variants(calls, rounds, samples, comm);
       if (c.in_flight)
         for (double& x : t) x /= kInFlight;
       size_t best = 0;
@@ -325,8 +326,7 @@ int main(int argc, char** argv) {
         // a second, separate round of the winner against the system MPI: a
         // win by one round's noise (dtmpi-bench found a 10% win at 8 B go
         // to 0.82x) does not make it into the table
-        const std::vector<double> again = time_variants({calls[0], calls[best]}, c.in_flight ? std::max(1, iters / kInFlight) : iters,
-                                                        quick ? 3 : 5, comm);
+        const std::vector<double> again = time_variants({calls[0], calls[best]}, rounds, samples, comm);
         confirmed += 1;
         if (again[1] > 0.97 * again[0]) {
           best = 0;

@@ -144,23 +144,24 @@ Result<bool> hier_reduce(const Hierarchy& h, const void* in, void* out, int coun
   return true;
 }
 
-bool aggregated_fits(const Hierarchy& h, int64_t block) {
-  // the same answer on every rank: n, the nodes and the block are
-  const int64_t n = static_cast<int64_t>(h.node_of.size());
+namespace {
+// The most ranks any node has (the same on every rank).
+int64_t largest_node(const Hierarchy& h) {
   std::vector<int64_t> size(h.leader_of.size(), 0);
   for (int node : h.node_of) ++size[static_cast<size_t>(node)];
-  const int64_t largest = size.empty() ? 0 : *std::max_element(size.begin(), size.end());
-  return block > 0 && block <= kMaxAggregatedBytes && largest * n <= kMaxAggregatedBytes / block;
+  return size.empty() ? 0 : *std::max_element(size.begin(), size.end());
+}
+}  // namespace
+
+bool aggregated_fits(const Hierarchy& h, int64_t block) {
+  const int64_t n = static_cast<int64_t>(h.node_of.size());
+  return block > 0 && block <= kMaxAggregatedBytes && largest_node(h) * n <= kMaxAggregatedBytes / block;
 }
 
 bool aggregated_v_fits(const Hierarchy& h, int64_t largest_rank_bytes) {
-  // a leader's four buffers hold its node's ranks' bytes each; n block sizes
-  // of every rank of the node besides
-  std::vector<int64_t> size(h.leader_of.size(), 0);
-  for (int node : h.node_of) ++size[static_cast<size_t>(node)];
-  const int64_t largest = size.empty() ? 0 : *std::max_element(size.begin(), size.end());
+  // a leader's buffers hold its node's ranks' bytes each
   return largest_rank_bytes >= 0 && largest_rank_bytes <= kMaxAggregatedBytes &&
-         largest * largest_rank_bytes <= kMaxAggregatedBytes;
+         largest_node(h) * largest_rank_bytes <= kMaxAggregatedBytes;
 }
 
 Result<bool> hier_alltoall(const Hierarchy& h, const void* in, void* out, int64_t block) {

@@ -200,18 +200,25 @@ TEST(CollMore, ReduceScatterMatchesSystem) { prefix_reductions_match(RKind::kRed
 // algorithm: a blocking Alltoall on MPI_COMM_WORLD, which spans the nodes, is
 // node-aggregated (coll/hierarchy.hpp) -- served by dtmpi, one call counted --
 // and gives the system MPI's bytes; MPI_IN_PLACE too.
-TEST(CollMore, AlltoallAcrossNodesIsAggregated) {
+// Whether DTMPI_RANKS_PER_NODE emulates nodes of 2+ ranks and MPI_COMM_WORLD
+// spans several; then `interleaved`: the same ranks with the even world ranks
+// first (nodes interleaved: a node's ranks are not consecutive, a rank's place
+// in its node is not its distance from the leader).
+bool across_nodes(MPI_Comm& interleaved) {
   const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
   int me = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const int per_node = rpn ? std::atoi(rpn) : 0;
-  if (!coll_test::named("alltoall") || per_node < 2 || n <= per_node) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
-  // MPI_COMM_WORLD (nodes of consecutive ranks), then the same ranks with the
-  // even world ranks first (nodes interleaved: a node's ranks are not
-  // consecutive, a rank's place in its node is not its distance from the leader)
+  if (per_node < 2 || n <= per_node) return false;
+  return MPI_Comm_split(MPI_COMM_WORLD, 0, (me % 2) * n + me / 2, &interleaved) == MPI_SUCCESS;
+}
+
+TEST(CollMore, AlltoallAcrossNodesIsAggregated) {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm interleaved = MPI_COMM_NULL;
-  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, 0, (me % 2) * n + me / 2, &interleaved), MPI_SUCCESS);
+  if (!coll_test::named("alltoall") || !across_nodes(interleaved)) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
   for (MPI_Comm comm : {MPI_COMM_WORLD, interleaved}) {
     int mine = 0;
     MPI_Comm_rank(comm, &mine);
@@ -241,14 +248,10 @@ TEST(CollMore, AlltoallAcrossNodesIsAggregated) {
 // leaders): the block from rank i to rank j is (i + 2j) % 5 + count doubles
 // (some empty), at gaps of 3 doubles; in place too.
 TEST(CollMore, AlltoallvAcrossNodesIsAggregated) {
-  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
-  int me = 0, n = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const int per_node = rpn ? std::atoi(rpn) : 0;
-  if (!coll_test::named("alltoallv") || per_node < 2 || n <= per_node) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
   MPI_Comm interleaved = MPI_COMM_NULL;
-  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, 0, (me % 2) * n + me / 2, &interleaved), MPI_SUCCESS);
+  if (!coll_test::named("alltoallv") || !across_nodes(interleaved)) GTEST_SKIP() << "needs emulated nodes of 2+ ranks";
   for (MPI_Comm comm : {MPI_COMM_WORLD, interleaved}) {
     int mine = 0;
     MPI_Comm_rank(comm, &mine);
