@@ -15,6 +15,9 @@ S5='allgatherv:recdbl,alltoallv:flat,gather:knomial8,scatter:knomial4,reduce_sca
 # Allreduce, Bruck's Alltoall (radix 2 and 4)
 S6='barrier:kary4,bcast:kary2,allreduce:chain,reduce:kary8,gather:kary4,scatter:kary2,alltoall:bruck'
 S7='barrier:kary8,bcast:knomial4,allreduce:kary4,reduce:kary2,gather:kary2,scatter:kary8,alltoall:bruck4'
+# session 23: the node-aggregated all-to-alls, over emulated nodes of 2 ranks
+# (DTMPI_RANKS_PER_NODE=2 as well)
+S8='alltoall:pairwise,alltoallv:pairwise'
 
 usage() {
   cat <<EOF
@@ -70,7 +73,8 @@ Environment (optional):
   MPICH_TAG   the tag or commit to extract (default v4.0.2 where present, else HEAD)
   NP_MAX      the most ranks of one run (default 4)
   T           the time limit of one run in seconds (default 60)
-  CONFIGS     which configurations run (default "plain S1 S2 S3"; S4 to S7 on request)
+  CONFIGS     which configurations run (default "plain S1 S2 S3"; S4 to S8 on request; S8:
+              Alltoall(v/w) node-aggregated over emulated nodes of 2 ranks)
   ONLY        a space-separated list of program names; only those run
   S23_ALL     default 1: S2, S3, S6 and S7 run on every program; 0: only on programs whose
               source calls an operation those settings name (barrier, bcast,
@@ -218,6 +222,7 @@ for cfg in $CONFIGS; do
     S5) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S5") ;;
     S6) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S6") ;;
     S7) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S7") ;;
+    S8) pre=(-x LD_PRELOAD="$lib" -x DTMPI_COLL="$S8" -x DTMPI_RANKS_PER_NODE=2) ;;
     *) echo "unknown configuration $cfg" >&2; exit 2 ;;
   esac
   [ "$cfg" != plain ] && [ "$STATS" = 1 ] && pre+=(-x DTMPI_STATS=1)
