@@ -348,6 +348,22 @@ int64_t side_bytes(int n, const int* counts, const MPI_Datatype* types) {
   return sum;
 }
 
+// Alltoallv's and Alltoallw's one path once their sizes are known (`mine`:
+// this rank's largest block, `all`: its larger side): node-aggregated where
+// the communicator spans nodes (blocking), else agreed on one node.
+template <class Side>
+Result<bool> serve_alltoall(MPI_Comm comm, MPI_Request* req, int64_t mine, int64_t all, const void* sb, void* rb,
+                            bool in_place, Side lay_out) {
+  if (!req) {
+    auto aggregated = aggregated_alltoallv(comm, mine, all, sb, rb, in_place, lay_out);
+    if (!aggregated || aggregated.value()) return aggregated;
+  }
+  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
+  if (!state) return state.error();
+  if (!state.value()) return false;
+  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req, lay_out);
+}
+
 }  // namespace
 
 Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatype st, void* rb, const int* rc,
@@ -365,14 +381,7 @@ Result<bool> alltoallv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
     mine = std::max(mine, largest_of(n, sc, st));
     all = std::max(all, side_bytes(n, sc, st));
   }
-  if (!req) {
-    auto aggregated = aggregated_alltoallv(comm, mine, all, sb, rb, in_place, lay_out);
-    if (!aggregated || aggregated.value()) return aggregated;
-  }
-  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
-  if (!state) return state.error();
-  if (!state.value()) return false;
-  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req, lay_out);
+  return serve_alltoall(comm, req, mine, all, sb, rb, in_place, lay_out);
 }
 
 // Alltoallw: Alltoallv's algorithms once each block is bytes (a block of
@@ -406,14 +415,7 @@ Result<bool> alltoallw(const void* sb, const int* sc, const int* sd, const MPI_D
     if (!in_place) mine = std::max(mine, block_bytes(sc[j], st[j]));
   }
   if (!in_place) all = std::max(all, side_bytes(n, sc, st));
-  if (!req) {
-    auto aggregated = aggregated_alltoallv(comm, mine, all, sb, rb, in_place, lay_out);
-    if (!aggregated || aggregated.value()) return aggregated;
-  }
-  auto state = may_agree(CollOpKind::kAlltoallv, comm, req, 0);
-  if (!state) return state.error();
-  if (!state.value()) return false;
-  return agreed_alltoall(std::move(state.value()), mine, sb, rb, in_place, comm, req, lay_out);
+  return serve_alltoall(comm, req, mine, all, sb, rb, in_place, lay_out);
 }
 
 namespace detail {
