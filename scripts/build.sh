@@ -7,7 +7,7 @@ usage() {
 usage: scripts/build.sh [openmpi|mpich] [asan]
 
 Configures (CMake, Ninja when installed) and builds dtmpi against one MPI into
-build-<mpi>/ (build-<mpi>-asan/ with AddressSanitizer and UBSan, Debug, without
+build-<mpi>/ (Release; build-<mpi>-asan/ with AddressSanitizer and UBSan, Debug, without
 the CUDA code: the plain builds compile it, and without a GPU the sanitizers
 would only see it skip its tests). The
 library is build-<mpi>/src/libdtmpi-<mpi>.so; the tools are in build-<mpi>/tools/.
@@ -30,5 +30,5 @@ cmake -S . -B "$dir" "${gen[@]}" \
   -DMPI_C_COMPILER="mpicc.$mpi" -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.$mpi)" \
   -DDTMPI_SANITIZE=$([ "$san" = asan ] && echo ON || echo OFF) \
   $([ "$san" = asan ] && echo -DDTMPI_CUDA=OFF) \
-  -DCMAKE_BUILD_TYPE=$([ "$san" = asan ] && echo Debug || echo RelWithDebInfo) >/dev/null
+  -DCMAKE_BUILD_TYPE=$([ "$san" = asan ] && echo Debug || echo Release) >/dev/null
 cmake --build "$dir" -j "$(nproc)"

@@ -41,6 +41,9 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  (claims C3, C4), then dtmpi-bench coll at 2, 4,
                  8 and 16 ranks with DTMPI_COLL=tuned reading that table (its quick form: 8 B-64 KiB;
                  the tuner's log has every size to 16 MiB beside the system MPI's time)
+  coll-mpich     the same suite under MPICH 4.0.2 (Debian's, with dtmpi-tune and dtmpi-bench built
+                 against it): needs build-mpich-bundle/ from scripts/mpich-bundle.sh, carried along;
+                 files coll-mpich-*
   scope          builds dtmpi-scope (and what it needs) and runs the transfer suite (docs/scope.md)
                  in its quick form (1 B-1 GiB in powers of 4, 3 repetitions; under 4 minutes on one
                  H100): JSON, summary and figures into $OUT/scope/, the tables printed (bandwidth
@@ -50,7 +53,7 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma stencil coll "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma stencil coll coll-mpich "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -104,29 +107,47 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   tail -3 "$out/memcheck.log"
 fi
 
+# The collective suite (issue 22) with one MPI: `mpirun` runs a program on N
+# ranks bound to cores, `bin` holds dtmpi-tune and dtmpi-bench, `tag` names
+# the files. Five files in $out (the device tool returns a few files per call):
+# coll[-tag]-{table.json,tune.txt,exhaustive-4.txt,protocols.txt,bench.txt}.
+coll_suite() {
+  local bin=$1 tag=$2; shift 2
+  local ranks=$(( $(nproc) < 16 ? $(nproc) : 16 ))
+  local table="$out/coll$tag-table.json"
+  timeout 300 "$@" $ranks $bin/dtmpi-tune $quick --out "$table" 2>&1 \
+    | tee "$out/coll$tag-tune.txt" | grep -E "LogGP|wrote|limit"
+  timeout 120 "$@" 4 $bin/dtmpi-tune --quick --exhaustive --blocking-only \
+    --out /tmp/coll$tag-exhaustive-4.json 2>&1 | tee "$out/coll$tag-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
+  # claims C3 and C4 (protocols over the node segment) on 4 ranks
+  timeout 120 "$@" 4 $bin/dtmpi-bench protocols 2>&1 | tee "$out/coll$tag-protocols.txt"
+  : > "$out/coll$tag-bench.txt"
+  for n in 2 4 8 16; do
+    [ $n -gt "$ranks" ] && break
+    step "dtmpi-bench coll on $n ranks (tuned = the table above)" | tee -a "$out/coll$tag-bench.txt"
+    DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 "$@" $n \
+      $bin/dtmpi-bench coll --quick 2>&1 | tee -a "$out/coll$tag-bench.txt" | grep -E "^summary"
+  done
+}
+
 if [ "$what" = coll ]; then
-  # five files in $out (the device tool returns a few files per call):
-  # coll-table.json, coll-tune.txt, coll-exhaustive-4.txt, coll-protocols.txt, coll-bench.txt
   step "dtmpi's collectives on $(nproc) cores: dtmpi-tune, then dtmpi-bench coll with its table"
   [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > /tmp/configure-coll.log 2>&1
   cmake --build $build -j "$(nproc)" --target dtmpi dtmpi-tune dtmpi-bench > /tmp/build-coll.log 2>&1 \
     || { grep -E "error" -A5 /tmp/build-coll.log | head -40; exit 1; }
-  ranks=$(( $(nproc) < 16 ? $(nproc) : 16 ))
-  table="$out/coll-table.json"
-  timeout 300 mpiexec -n $ranks --bind-to core $build/tools/dtmpi-tune $quick --out "$table" 2>&1 \
-    | tee "$out/coll-tune.txt" | grep -E "LogGP|wrote|limit"
-  timeout 120 mpiexec -n 4 --bind-to core $build/tools/dtmpi-tune --quick --exhaustive --blocking-only \
-    --out /tmp/coll-exhaustive-4.json 2>&1 | tee "$out/coll-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
-  # claims C3 and C4 (protocols over the node segment) on 4 ranks
-  timeout 120 mpiexec -n 4 --bind-to core $build/bench/dtmpi-bench protocols 2>&1 | tee "$out/coll-protocols.txt"
-  : > "$out/coll-bench.txt"
-  for n in 2 4 8 16; do
-    [ $n -gt "$ranks" ] && break
-    step "dtmpi-bench coll on $n ranks (tuned = the table above)" | tee -a "$out/coll-bench.txt"
-    DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 mpiexec -n $n --bind-to core \
-      $build/bench/dtmpi-bench coll --quick 2>&1 | tee -a "$out/coll-bench.txt" | grep -E "^summary"
-  done
+  mkdir -p /tmp/coll-bin && ln -sf "$PWD/$build/tools/dtmpi-tune" "$PWD/$build/bench/dtmpi-bench" /tmp/coll-bin/
+  coll_suite /tmp/coll-bin "" mpiexec --bind-to core -n
+fi
+
+if [ "$what" = coll-mpich ]; then
+  # MPICH on this machine: the bundle scripts/mpich-bundle.sh made on the
+  # Debian VM (carried as build-mpich-bundle); UCX over shared memory
+  bundle=$PWD/build-mpich-bundle
+  [ -x "$bundle/bin/mpiexec" ] || { echo "coll-mpich: no $bundle (scripts/mpich-bundle.sh, carry it)"; exit 1; }
+  export PATH="$bundle/bin:$PATH" LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  step "dtmpi's collectives under MPICH 4.0.2 (Debian's, carried) on $(nproc) cores"
+  coll_suite "$bundle/bin" "-mpich" "$bundle/bin/mpiexec" -bind-to core -n
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
