@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/system_mpi.hpp"
+#include "coll/comm_state.hpp"
 #include "runtime/config.hpp"
 #include "runtime/lifecycle.hpp"
 
@@ -36,6 +37,21 @@ Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm) {
     DTMPI_MPI_CHECK(REAL(MPI_Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &h->node));
   REAL(MPI_Comm_rank)(h->node, &h->node_rank);
   REAL(MPI_Comm_size)(h->node, &h->node_size);
+  // Leader granularity (DTMPI_COLL_LEADERS = g): the node's ranks in g
+  // contiguous groups of (nearly) equal size, each with its leader; from here
+  // on a group is what the rest calls a node -- its ranks share memory, its
+  // lowest rank meets the other leaders (those of its own node too) through
+  // the system MPI. Each node splits its own communicator.
+  const int groups = static_cast<int>(std::min<int64_t>(runtime::config().coll_leaders, h->node_size));
+  if (groups > 1) {
+    MPI_Comm group = MPI_COMM_NULL;
+    const int mine_group = static_cast<int>(int64_t{h->node_rank} * groups / h->node_size);
+    DTMPI_MPI_CHECK(REAL(MPI_Comm_split)(h->node, mine_group, h->node_rank, &group));
+    DTMPI_MPI_CHECK(REAL(MPI_Comm_free)(&h->node));
+    h->node = group;
+    REAL(MPI_Comm_rank)(h->node, &h->node_rank);
+    REAL(MPI_Comm_size)(h->node, &h->node_size);
+  }
   // every rank's node, named by the node's lowest comm rank, and its rank there
   int mine[2] = {me, h->node_rank};
   DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(MPI_IN_PLACE, &mine[0], 1, MPI_INT, MPI_MIN, h->node));
@@ -62,6 +78,12 @@ Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm) {
   const int nodes = static_cast<int>(h->leader_of.size());
   if (nodes <= 1 || nodes == n) return std::unique_ptr<Hierarchy>();  // one node, or one rank per node
   return h;
+}
+
+std::vector<int> hierarchy_leaders(MPI_Comm comm) {
+  auto st = state_for(comm, false);
+  if (!st || !st.value() || !st.value()->hier) return {};
+  return st.value()->hier->leader_of;
 }
 
 namespace {

@@ -4,7 +4,9 @@
 // communicator and segment), one leader per node (the node's lowest rank)
 // between nodes through the system MPI, then the node again. Nodes come from
 // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or DTMPI_RANKS_PER_NODE's
-// emulation (nodes of that many consecutive world ranks).
+// emulation (nodes of that many consecutive world ranks). Leader granularity
+// (the thesis's tuned parameter): DTMPI_COLL_LEADERS = g splits each node into
+// g contiguous groups, each a "node" below with its own leader.
 #pragma once
 #include <mpi.h>
 
@@ -31,8 +33,12 @@ struct Hierarchy {
 };
 
 // Collective over `comm`: its hierarchy, or null when it has a single node
-// (or single ranks per node: nothing to gain).
+// (or single ranks per node -- or per group: nothing to gain).
 Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm);
+// The comm ranks of `comm`'s leaders (one per group, ascending) where its
+// collectives run hierarchically; empty elsewhere or before its state exists
+// (not collective; for tests and dtmpi-info).
+std::vector<int> hierarchy_leaders(MPI_Comm comm);
 
 // Blocking collectives through the hierarchy; the intra-node phases take the
 // algorithm select() names for the node's size (kSystem: the system MPI's on

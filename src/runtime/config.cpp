@@ -86,6 +86,9 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_COLL_TABLE", "$DTMPI_CACHE_DIR/coll-<host>.json",
      "the table dtmpi-tune writes and DTMPI_COLL=tuned reads (the measured best algorithm per operation, size and "
      "communicator; without one, tuned is the built-in choice)"},
+    {"DTMPI_COLL_LEADERS", "1",
+     "DTMPI_COLL across nodes: leaders per node (1-1024); each leads a contiguous group of its node's ranks, whose "
+     "intra-node phases run over the group's shared memory while the leaders meet through the system MPI"},
     {"DTMPI_COLL_SCRATCH", "262144", "DTMPI_COLL: bytes of each of the 4 shared scratch slots per rank (larger messages go in chunks of this size)"},
     {"DTMPI_TRACE", "",
      "path prefix: each rank writes timestamped trace points of its transfers to <prefix>.<rank>.txt at MPI_Finalize "
@@ -270,6 +273,7 @@ Config read_environment() {
   c.rma_thread = choice("DTMPI_RMA_THREAD", "auto", {"auto", "off"}, {{"0", "off"}});
   c.coll = coll_choice();
   c.coll_scratch = number("DTMPI_COLL_SCRATCH", 256 << 10, 4096, int64_t{1} << 30, true);
+  c.coll_leaders = number("DTMPI_COLL_LEADERS", 1, 1, 1024, false);
   c.cache_dir = cache_dir();
   c.coll_table = text("DTMPI_COLL_TABLE");
   c.trace = text("DTMPI_TRACE");

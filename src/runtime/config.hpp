@@ -45,6 +45,7 @@ struct Config {
   bool stencil_shm = true;               // DTMPI_STENCIL_SHM: dtmpi::stencil host domains use shared memory in a node
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)
+  int64_t coll_leaders = 1;              // DTMPI_COLL_LEADERS: leaders (groups) per node of a hierarchical collective
   // DTMPI_CACHE_DIR, else $XDG_CACHE_HOME/dtmpi, else $HOME/.cache/dtmpi,
   // else /tmp/dtmpi-cache: where the performance model is kept
   std::string cache_dir;

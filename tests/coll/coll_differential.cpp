@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include "coll_common.hpp"
+#include "dtmpi/dtmpi.h"
 
 #include <chrono>
 #include <cstdint>
@@ -290,6 +291,60 @@ AllreduceSetting allreduce_setting() {
   s.names_allreduce = s.setting.find("allreduce:") != std::string::npos &&
                       s.setting.find("allreduce:system") == std::string::npos && !(rpn && *rpn);
   return s;
+}
+
+// Leader granularity: on emulated nodes (DTMPI_RANKS_PER_NODE = r) with
+// DTMPI_COLL_LEADERS = g, MPI_COMM_WORLD's hierarchy has g leaders per node
+// (fewer on a node of fewer ranks), each the first rank of a contiguous
+// group of floor(i * g' / size) -- the groups the hierarchical collectives of
+// the other tests here then run over (their bytes checked against the system
+// MPI's); a communicator of the world's first n - 1 ranks gets its own (none
+// where they are one node: no hierarchy there).
+std::vector<int> expected_leaders(int n, int rpn, int g) {
+  std::vector<int> out;
+  if (n <= rpn) return out;  // one node: its shared-memory algorithms, no leaders
+  for (int first = 0; first < n; first += rpn) {
+    const int size = std::min(rpn, n - first), groups = std::min(g, size);
+    for (int i = 0; i < size; ++i)
+      if (i == 0 || i * groups / size != (i - 1) * groups / size) out.push_back(first + i);
+  }
+  // one group per rank (or one group): no hierarchy
+  if (out.size() <= 1 || static_cast<int>(out.size()) == n) out.clear();
+  return out;
+}
+TEST(Coll, LeadersPerNodeAsConfigured) {
+  const char* rpn = std::getenv("DTMPI_RANKS_PER_NODE");
+  const char* g = std::getenv("DTMPI_COLL_LEADERS");
+  const char* setting = std::getenv("DTMPI_COLL");
+  if (!rpn || !*rpn || !setting || std::string(setting) == "system")
+    GTEST_SKIP() << "needs DTMPI_COLL naming dtmpi's algorithms and DTMPI_RANKS_PER_NODE";
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const int per_node = std::atoi(rpn), groups = g && *g ? std::atoi(g) : 1;
+  MPI_Barrier(MPI_COMM_WORLD);  // the state exists (made at MPI_Init, or here)
+  std::vector<int> leaders(static_cast<size_t>(n) + 1, -1);
+  const int count = dtmpi_coll_leaders(MPI_COMM_WORLD, n + 1, leaders.data());
+  leaders.resize(static_cast<size_t>(std::max(count, 0)));
+  EXPECT_EQ(leaders, expected_leaders(n, per_node, groups)) << "world, " << per_node << " ranks per node, " << groups
+                                                            << " leaders per node";
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, me < n - 1 || n == 1 ? 0 : 1, me, &sub);
+  if (me < n - 1 || n == 1) {
+    int sn = 0;
+    MPI_Comm_size(sub, &sn);
+    double x = 1;
+    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, sub);
+    EXPECT_EQ(x, sn);
+    std::vector<int> sub_leaders(static_cast<size_t>(sn) + 1, -1);
+    const int sc = dtmpi_coll_leaders(sub, sn + 1, sub_leaders.data());
+    sub_leaders.resize(static_cast<size_t>(std::max(sc, 0)));
+    // the world's first n - 1 ranks keep their ranks: the same nodes, the last cut short
+    EXPECT_EQ(sub_leaders, expected_leaders(sn, per_node, groups)) << "the first " << sn << " ranks";
+  }
+  MPI_Comm_free(&sub);
+  EXPECT_EQ(dtmpi_coll_leaders(MPI_COMM_NULL, 0, nullptr), 0);
 }
 
 // Communicators fresh from each constructor (dup, dup_with_info, split,
