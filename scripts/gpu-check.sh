@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (CUDA, Open MPI), run the GPU tests (and
 # compute-sanitizer memcheck on the GPU test binary), run the GPU benchmarks,
 # print a short table. Results go to $OUT (or ./gpu-out) for bench/results/.
-#   scripts/gpu-check.sh [all|start|build|test|bench|pingpong|chunks|model|halo|trace|issue4|toggles|packasync|batchhang|sharedgpu|scope|rma] [--quick]
+#   scripts/gpu-check.sh [STEP] [--quick]   (the steps: scripts/gpu-check.sh --help)
 # `start` is a session's first call (under 10 minutes on a fresh machine):
 # build, the tests, the halo, issue 4's pingpong rows (1, 4, 64 MiB), and the
 # settings still off by default against the default (toggles).
@@ -115,18 +115,18 @@ coll_suite() {
   local bin=$1 tag=$2; shift 2
   local ranks=$(( $(nproc) < 16 ? $(nproc) : 16 ))
   local table="$out/coll$tag-table.json"
-  timeout 300 "$@" $ranks $bin/dtmpi-tune $quick --out "$table" 2>&1 \
+  timeout 300 "$@" $ranks "$bin/dtmpi-tune" $quick --out "$table" 2>&1 \
     | tee "$out/coll$tag-tune.txt" | grep -E "LogGP|wrote|limit"
-  timeout 120 "$@" 4 $bin/dtmpi-tune --quick --exhaustive --blocking-only \
+  timeout 120 "$@" 4 "$bin/dtmpi-tune" --quick --exhaustive --blocking-only \
     --out /tmp/coll$tag-exhaustive-4.json 2>&1 | tee "$out/coll$tag-exhaustive-4.txt" | grep -E "LogGP|wrote|model"
   # claims C3 and C4 (protocols over the node segment) on 4 ranks
-  timeout 120 "$@" 4 $bin/dtmpi-bench protocols 2>&1 | tee "$out/coll$tag-protocols.txt"
+  timeout 120 "$@" 4 "$bin/dtmpi-bench" protocols 2>&1 | tee "$out/coll$tag-protocols.txt"
   : > "$out/coll$tag-bench.txt"
   for n in 2 4 8 16; do
     [ $n -gt "$ranks" ] && break
     step "dtmpi-bench coll on $n ranks (tuned = the table above)" | tee -a "$out/coll$tag-bench.txt"
     DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 "$@" $n \
-      $bin/dtmpi-bench coll --quick 2>&1 | tee -a "$out/coll$tag-bench.txt" | grep -E "^summary"
+      "$bin/dtmpi-bench" coll --quick 2>&1 | tee -a "$out/coll$tag-bench.txt" | grep -E "^summary"
   done
 }
 
@@ -145,6 +145,8 @@ if [ "$what" = coll-mpich ]; then
   # Debian VM (carried as build-mpich-bundle); UCX over shared memory
   bundle=$PWD/build-mpich-bundle
   [ -x "$bundle/bin/mpiexec" ] || { echo "coll-mpich: no $bundle (scripts/mpich-bundle.sh, carry it)"; exit 1; }
+  [ "$(cat "$bundle/REV" 2>/dev/null)" = "$(git rev-parse HEAD 2>/dev/null)" ] \
+    || echo "coll-mpich: warning: the bundle's dtmpi binaries are of commit $(cat "$bundle/REV" 2>/dev/null || echo '?'), not of this tree's HEAD"
   export PATH="$bundle/bin:$PATH" LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   step "dtmpi's collectives under MPICH 4.0.2 (Debian's, carried) on $(nproc) cores"
   coll_suite "$bundle/bin" "-mpich" "$bundle/bin/mpiexec" -bind-to core -n

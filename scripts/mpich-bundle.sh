@@ -24,15 +24,23 @@ carries it with carry=["build-mpich-bundle"], and `scripts/gpu-check.sh coll-mpi
 EOF
     exit 0 ;;
 esac
+# OUT_DIR against the caller's directory, then from the repository root
+out=$(realpath -m "${1:-$(dirname "$0")/../build-mpich-bundle}")
 cd "$(dirname "$0")/.."
-out=${1:-build-mpich-bundle}
 build=build-mpich-host
+# never remove a folder this script did not make
+if [ -e "$out" ] && [ ! -f "$out/.dtmpi-mpich-bundle" ]; then
+  echo "mpich-bundle.sh: $out exists and is not a bundle made here; not replacing it" >&2
+  exit 1
+fi
 [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDTMPI_CUDA=OFF \
   -DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich \
   -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" > /dev/null
 cmake --build $build -j "$(nproc)" --target dtmpi-tune dtmpi-bench
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/ucx"
+touch "$out/.dtmpi-mpich-bundle"
+git rev-parse HEAD > "$out/REV" 2>/dev/null || true  # the commit its dtmpi binaries were built from
 lib=/usr/lib/x86_64-linux-gnu
 cp "$(command -v mpiexec.hydra)" "$out/bin/mpiexec"
 cp "$(command -v hydra_pmi_proxy)" "$out/bin/"
@@ -47,4 +55,7 @@ done
 for m in $lib/ucx/libuct_*.so.0; do
   case $m in *_ib.* | *_rdmacm.*) ;; *) cp -L "$m" "$out/lib/ucx/" ;; esac
 done
+# everything the binaries load is in the bundle or in any glibc/libstdc++ system
+missing=$(LD_LIBRARY_PATH="$out/lib" ldd "$out"/bin/* "$out"/lib/*.so* 2>/dev/null | grep "not found" | sort -u || true)
+[ -z "$missing" ] || { echo "mpich-bundle.sh: libraries not found:"; echo "$missing"; exit 1; } >&2
 du -sh "$out"

@@ -8,14 +8,13 @@
 set -u
 flavour=$1 dir=$2
 case $flavour in
-  openmpi) other='libmpich(fort|cxx)?\.so' ;;
+  openmpi) other='lib(mpich(fort|cxx)?|mpicxx|mpifort)\.so|libmpi\.so\.12' ;;
   mpich) other='lib(mpi|mpi_mpifh|mpi_cxx|open-pal|open-rte)\.so\.40' ;;
   *) echo "check-one-mpi.sh: unknown flavour $flavour"; exit 2 ;;
 esac
 status=0 checked=0
 while IFS= read -r -d '' b; do
   [ "$(head -c 4 "$b" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
-  case $b in *.o | *.a) continue ;; esac
   checked=$((checked + 1))
   if bad=$(ldd "$b" 2>/dev/null | grep -E "$other"); then
     echo "FAIL: $b ($flavour build) loads another MPI:"; echo "$bad"; status=1

@@ -3,7 +3,6 @@
 #ifndef DTMPI_DTMPI_H
 #define DTMPI_DTMPI_H
 
-#include <mpi.h> /* MPI_Comm (dtmpi_coll_leaders) */
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -66,14 +65,16 @@ int dtmpi_buffer_keyval(void);
 int dtmpi_reduction_keyval(void);
 #define DTMPI_REDUCTION_DETERMINISTIC ((void*)(intptr_t)1)
 
+#ifdef MPI_VERSION /* declared where mpi.h came first: the rest needs no MPI header */
 /* The leaders of `comm`'s hierarchical collectives (DTMPI_COLL on a
  * communicator across nodes: one per node, or DTMPI_COLL_LEADERS per node,
  * each leading a contiguous group of its node's ranks): returns how many there
  * are and writes the first `max` of their ranks in `comm`, ascending, to
  * `leaders`; 0 where `comm`'s collectives are not hierarchical (one node,
- * DTMPI_COLL unset, or before its first collective). Not collective.
- * docs/collectives.md. */
+ * DTMPI_COLL unset, before its first collective, or outside
+ * MPI_Init..MPI_Finalize). Not collective. docs/collectives.md. */
 int dtmpi_coll_leaders(MPI_Comm comm, int max, int* leaders);
+#endif
 
 #ifdef __cplusplus
 }

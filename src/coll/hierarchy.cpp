@@ -42,6 +42,9 @@ Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm) {
   // on a group is what the rest calls a node -- its ranks share memory, its
   // lowest rank meets the other leaders (those of its own node too) through
   // the system MPI. Each node splits its own communicator.
+  // One node (its segment failed: the system MPI serves it, as without
+  // groups) -- the same answer on every rank.
+  if (h->node_size == n) return std::unique_ptr<Hierarchy>();
   const int groups = static_cast<int>(std::min<int64_t>(runtime::config().coll_leaders, h->node_size));
   if (groups > 1) {
     MPI_Comm group = MPI_COMM_NULL;

@@ -6,7 +6,8 @@
 // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or DTMPI_RANKS_PER_NODE's
 // emulation (nodes of that many consecutive world ranks). Leader granularity
 // (the thesis's tuned parameter): DTMPI_COLL_LEADERS = g splits each node into
-// g contiguous groups, each a "node" below with its own leader.
+// g contiguous groups, each a "node" below with its own leader (every rank
+// must see the same g, as the same DTMPI_RANKS_PER_NODE).
 #pragma once
 #include <mpi.h>
 
@@ -37,7 +38,7 @@ struct Hierarchy {
 Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm);
 // The comm ranks of `comm`'s leaders (one per group, ascending) where its
 // collectives run hierarchically; empty elsewhere or before its state exists
-// (not collective; for tests and dtmpi-info).
+// (not collective; dtmpi_coll_leaders() in include/dtmpi/dtmpi.h).
 std::vector<int> hierarchy_leaders(MPI_Comm comm);
 
 // Blocking collectives through the hierarchy; the intra-node phases take the

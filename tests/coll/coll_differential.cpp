@@ -327,6 +327,14 @@ TEST(Coll, LeadersPerNodeAsConfigured) {
   leaders.resize(static_cast<size_t>(std::max(count, 0)));
   EXPECT_EQ(leaders, expected_leaders(n, per_node, groups)) << "world, " << per_node << " ranks per node, " << groups
                                                             << " leaders per node";
+  if (!leaders.empty() && allreduce_setting().setting.find("allreduce:") != std::string::npos) {
+    // served by dtmpi over those groups (counted as dtmpi's), right
+    const long long before = served_by_dtmpi();
+    int one = 1, sum = 0;
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_EQ(sum, n);
+    EXPECT_GT(served_by_dtmpi(), before) << "the hierarchical Allreduce was not dtmpi's";
+  }
   int me = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm sub = MPI_COMM_NULL;
