@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/log.hpp"
 #include "base/system_mpi.hpp"
 #include "coll/comm_state.hpp"
 #include "runtime/config.hpp"
@@ -45,7 +46,14 @@ Result<std::unique_ptr<Hierarchy>> make_hierarchy(MPI_Comm comm) {
   // One node (its segment failed: the system MPI serves it, as without
   // groups) -- the same answer on every rank.
   if (h->node_size == n) return std::unique_ptr<Hierarchy>();
-  const int groups = static_cast<int>(std::min<int64_t>(runtime::config().coll_leaders, h->node_size));
+  // the node's ranks agree on g (the smallest any of them was given): ranks
+  // given different values would split the node differently and hang
+  int asked[2] = {static_cast<int>(runtime::config().coll_leaders), -static_cast<int>(runtime::config().coll_leaders)};
+  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(MPI_IN_PLACE, asked, 2, MPI_INT, MPI_MIN, h->node));
+  if (asked[0] != -asked[1] && h->node_rank == 0)
+    DTMPI_LOG(kWarn, "DTMPI_COLL_LEADERS differs between the ranks of a node (%d to %d): %d leaders per node", asked[0],
+              -asked[1], asked[0]);
+  const int groups = static_cast<int>(std::min<int64_t>(asked[0], h->node_size));
   if (groups > 1) {
     MPI_Comm group = MPI_COMM_NULL;
     const int mine_group = static_cast<int>(int64_t{h->node_rank} * groups / h->node_size);

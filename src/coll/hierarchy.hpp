@@ -6,8 +6,8 @@
 // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or DTMPI_RANKS_PER_NODE's
 // emulation (nodes of that many consecutive world ranks). Leader granularity
 // (the thesis's tuned parameter): DTMPI_COLL_LEADERS = g splits each node into
-// g contiguous groups, each a "node" below with its own leader (every rank
-// must see the same g, as the same DTMPI_RANKS_PER_NODE).
+// g contiguous groups, each a "node" below with its own leader (a node's
+// ranks agree on the smallest g any of them was given).
 #pragma once
 #include <mpi.h>
 
