@@ -8,7 +8,13 @@
 //
 //   heat3d [--n X Y Z] [--radius 1|2|3] [--quantities Q] [--steps S]
 //          [--substeps K] [--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet]
-//          [--path auto|staged|device]
+//          [--path auto|staged|device] [--flops F]
+//
+// --flops F (GPU): F more multiply-adds per point in the update, each
+// v * 1 + 0 (exact): an interior of the arithmetic intensity of a
+// richer physics kernel than a Laplacian, to measure how much of the
+// exchange an overlapped step hides behind compute-bound work (a Laplacian
+// alone is bound by memory, as the exchange is).
 //
 // --path: how a GPU domain's messages to other ranks travel (st::PeerPath;
 // default auto: the device path where dtmpi is the MPI in front, e.g.
@@ -42,7 +48,7 @@ namespace {
 
 struct Options {
   st::Dim3 n{48, 40, 36};
-  int radius = 1, quantities = 1, steps = 20, substeps = 1, per_rank = 1, bench = 0;
+  int radius = 1, quantities = 1, steps = 20, substeps = 1, per_rank = 1, bench = 0, flops = 0;
   bool overlap = false, gpu = false, quiet = false;
   st::PeerPath path = st::PeerPath::kAuto;
 };
@@ -65,6 +71,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--substeps" && num(v)) o.substeps = static_cast<int>(v);
     else if (a == "--per-rank" && num(v)) o.per_rank = static_cast<int>(v);
     else if (a == "--bench" && num(v)) o.bench = static_cast<int>(v);
+    else if (a == "--flops" && num(v)) o.flops = static_cast<int>(v);
     else if (a == "--path" && i + 1 < argc) {
       const std::string p = argv[++i];
       if (p == "auto") o.path = st::PeerPath::kAuto;
@@ -76,7 +83,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--quiet") o.quiet = true;
     else return false;
   }
-  return o.radius >= 1 && o.radius <= 3 && o.quantities >= 1 && o.steps >= 0 && o.substeps >= 1 && o.bench >= 0;
+  return o.radius >= 1 && o.radius <= 3 && o.quantities >= 1 && o.steps >= 0 && o.substeps >= 1 && o.bench >= 0 && o.flops >= 0;
 }
 
 // Second-difference weights, centre first (2nd, 4th and 6th order).
@@ -128,7 +135,7 @@ void update_host(const st::Subdomain& s, st::Quantity<double> q, const st::Box& 
 }
 
 #ifdef HEAT_CUDA
-void update_device(const st::Subdomain& s, int q, const st::Box& b, const std::vector<double>& w) {
+void update_device(const st::Subdomain& s, int q, const st::Box& b, const std::vector<double>& w, int flops) {
   heat::UpdateArgs a;
   a.in = static_cast<const char*>(s.current_data(q));
   a.out = static_cast<char*>(s.next_data(q));
@@ -141,6 +148,7 @@ void update_device(const st::Subdomain& s, int q, const st::Box& b, const std::v
   a.radius = static_cast<int>(w.size()) - 1;
   for (size_t k = 0; k < w.size(); ++k) a.coef[k] = w[k];
   a.alpha = kAlpha;
+  a.flops = flops;
   if (heat::launch_update(a, heat::compute_stream()) != 0) throw st::StencilError("heat3d: the update kernel failed to launch");
 }
 #endif
@@ -191,11 +199,12 @@ int run(const Options& o, int rank, int size) {
   const std::vector<double> w = weights(o.radius);
   if (rank == 0 && !o.quiet)
     std::printf("heat3d: %lldx%lldx%lld points, radius %d, %d quantit%s, %d ranks x %d subdomains (grid %lldx%lldx%lld), "
-                "%s memory (peer path %s), %d steps x %d exchanges%s\n",
+                "%s memory (peer path %s), %d steps x %d exchanges%s, %d more flops a point\n",
                 static_cast<long long>(o.n.x), static_cast<long long>(o.n.y), static_cast<long long>(o.n.z), o.radius,
                 o.quantities, o.quantities == 1 ? "y" : "ies", size, o.per_rank, static_cast<long long>(d.grid().x),
                 static_cast<long long>(d.grid().y), static_cast<long long>(d.grid().z), o.gpu ? "device" : "host",
-                st::to_string(d.stats().peer_path), o.steps, o.substeps, o.overlap ? ", interior overlapped with the exchange" : "");
+                st::to_string(d.stats().peer_path), o.steps, o.substeps, o.overlap ? ", interior overlapped with the exchange" : "",
+                o.gpu ? o.flops : 0);
   for (const st::Subdomain& s : d.subdomains())
     for (int q = 0; q < o.quantities; ++q) {
       std::vector<char> img = download(s, q, o.gpu);
@@ -218,7 +227,7 @@ int run(const Options& o, int rank, int size) {
     for (int q = 0; q < o.quantities; ++q) {
 #ifdef HEAT_CUDA
       if (o.gpu) {
-        update_device(s, q, b, w);
+        update_device(s, q, b, w, o.flops);
         continue;
       }
 #endif
@@ -351,10 +360,14 @@ int run(const Options& o, int rank, int size) {
         d.finish_exchange();
         settle();
       });
+      const st::ExchangeStats xs = d.stats();
       if (rank == 0)
         std::printf("heat3d: overlap: interior update alone %.3f ms, exchange alone %.3f ms, both overlapped %.3f ms: "
-                    "%.0f%% of the exchange hidden\n", 1e3 * compute, 1e3 * slowest, 1e3 * overlapped,
-                    100 * (compute + slowest - overlapped) / slowest);
+                    "%.0f%% of the exchange hidden (copies and unpacks of overlapped exchanges: %s)\n", 1e3 * compute,
+                    1e3 * slowest, 1e3 * overlapped, 100 * (compute + slowest - overlapped) / slowest,
+                    xs.overlap_blocks_per_sm > 0
+                        ? (std::to_string(xs.overlap_blocks_per_sm) + " block(s) per SM").c_str()
+                        : "full grid");
     }
   }
   return ok ? 0 : 1;
@@ -372,7 +385,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     if (rank == 0)
       std::fprintf(stderr, "usage: heat3d [--n X Y Z] [--radius 1|2|3] [--quantities Q] [--steps S] [--substeps K] "
-                           "[--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet] [--path auto|staged|device]\n");
+                           "[--per-rank P] [--overlap] [--gpu] [--bench N] [--quiet] [--path auto|staged|device] [--flops F]\n");
     rc = 2;
   } else {
     try {

@@ -20,7 +20,9 @@ __global__ void update(UpdateArgs a) {
     for (int k = 1; k <= a.radius; ++k)
       lap += a.coef[k] * (at(a, x - k, y, z) + at(a, x + k, y, z) + at(a, x, y - k, z) + at(a, x, y + k, z) +
                           at(a, x, y, z - k) + at(a, x, y, z + k));
-    *reinterpret_cast<double*>(a.out + z * a.slice + y * a.pitch + x * 8) = c + a.alpha * lap;
+    double v = c + a.alpha * lap;
+    for (int k = 0; k < a.flops; ++k) v = fma(v, a.one, a.zero);
+    *reinterpret_cast<double*>(a.out + z * a.slice + y * a.pitch + x * 8) = v;
   }
 }
 

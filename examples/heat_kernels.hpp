@@ -13,6 +13,11 @@ struct UpdateArgs {
   int radius = 1;
   double coef[4] = {};  // the second difference's weights, centre first
   double alpha = 0;
+  // --flops F: F more dependent multiply-adds per point, each v * 1 + 0 (one
+  // and zero runtime values, so not folded away; exact, the answer is
+  // unchanged): an interior of higher arithmetic intensity than a Laplacian
+  int flops = 0;
+  double one = 1, zero = 0;
 };
 
 // out = in + alpha * (sum over axes of the second difference of in), on `stream`;

@@ -35,6 +35,10 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  (libdtmpi preloaded, --path device), then dtmpi-bench stencil --gpu (CUDA graphs
                  off / on, against the packed-bytes limit and the plain-MPI halo; with 2+ GPUs also
                  one rank on 2 GPUs and 2 ranks on 2 GPUs each: set_gpus, peer-access kernels)
+  stencil-overlap the stencil tests as above, then how much of the exchange an overlapped step
+                 hides (heat3d --overlap, 256^3, radius 3, 8 doubles) by the interior's arithmetic
+                 intensity (--flops 0-1024) and the overlapped launches' grid
+                 (DTMPI_STENCIL_OVERLAP_BLOCKS=0: full, 1, 2 blocks per SM); file stencil-overlap.txt
   coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
                  tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
                  flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
@@ -53,7 +57,7 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
 --quick: the benchmarks' shorter form where they have one.
 EOF
 }
-steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma stencil coll coll-mpich "
+steps=" all start compare build test bench pingpong chunks model halo trace issue4 toggles packasync batchhang sharedgpu latency mpi4py scope rma stencil stencil-overlap coll coll-mpich "
 case ${1:-} in
   --help | -h) usage; exit 0 ;;
 esac
@@ -237,7 +241,7 @@ if [ "$what" = issue4 ]; then
   done | tee "$out/gpu-pingpong-issue4.txt"
 fi
 
-if [ "$what" = stencil ]; then
+if [ "$what" = stencil ] || [ "$what" = stencil-overlap ]; then
   # issue 23: the stencil library on device memory (builds only what it runs)
   [ -f $build/build.ninja ] || cmake -S . -B $build -G Ninja -DDTMPI_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DMPI_C_COMPILER=mpicc -DMPIEXEC_EXECUTABLE="$(command -v mpiexec)" > "$out/configure.log" 2>&1
@@ -250,6 +254,29 @@ if [ "$what" = stencil ]; then
   step "compute-sanitizer memcheck: test_stencil_gpu on one rank (the pack / unpack / copy kernels)"
   timeout 240 compute-sanitizer --error-exitcode 1 $build/tests/stencil/test_stencil_gpu 2>&1 \
     | tee "$out/stencil-memcheck.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" | head -5
+fi
+
+if [ "$what" = stencil-overlap ]; then
+  step "overlap: heat3d --gpu --overlap 256^3, radius 3, 8 doubles, by --flops and DTMPI_STENCIL_OVERLAP_BLOCKS"
+  preloaded="tests/run-preloaded.sh $build/src/libdtmpi.so"
+  ov="--gpu --radius 3 --quantities 8 --substeps 3 --steps 2 --bench 20 --overlap"
+  {
+    for f in 0 64 256 1024; do
+      for b in 0 1 2; do
+        echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank, 1 subdomain:"
+        DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 1 $build/examples/heat3d $ov --flops $f --n 256 256 256 | grep -E "overlap:|FAIL"
+      done
+    done
+    for b in 0 1; do
+      echo "heat3d: --flops 256, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank x 2 subdomains / 2 ranks device path / 2 ranks staged:"
+      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 1 $build/examples/heat3d $ov --flops 256 --n 512 256 256 --per-rank 2 | grep -E "overlap:|FAIL"
+      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $preloaded $build/examples/heat3d $ov --flops 256 --n 512 256 256 --path device | grep -E "overlap:|FAIL"
+      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $build/examples/heat3d $ov --flops 256 --n 512 256 256 --path staged | grep -E "overlap:|FAIL"
+    done
+  } 2>&1 | tee "$out/stencil-overlap.txt"
+fi
+
+if [ "$what" = stencil ]; then
   step "Astaroth-pattern proxy: heat3d --gpu, 8 doubles, radius 3, 3 exchanges per step (256^3 per subdomain)"
   proxy="--gpu --radius 3 --quantities 8 --substeps 3 --steps 10 --bench 30"
   # the 2-rank rows by each peer path: staged (heat3d alone: a plain MPI in
@@ -258,14 +285,25 @@ if [ "$what" = stencil ]; then
   preloaded="tests/run-preloaded.sh $build/src/libdtmpi.so"
   {
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256
-    timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 256 256 256 --overlap
     timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 512 256 256 --per-rank 2
-    timeout 240 mpiexec -n 1 $build/examples/heat3d $proxy --n 512 256 256 --per-rank 2 --overlap
+    # overlap: the copies and unpacks of an overlapped exchange on the full
+    # grid (DTMPI_STENCIL_OVERLAP_BLOCKS=0, as exchange()) and on 1, 2, 4
+    # blocks per SM beside the interior kernel, small to large subdomains
+    for n in 64 128 256; do
+      for b in 0 1 2 4; do
+        echo "heat3d --overlap $n^3, DTMPI_STENCIL_OVERLAP_BLOCKS=$b:"
+        DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 1 $build/examples/heat3d $proxy --n $n $n $n --overlap | grep -E "overlap:|FAIL"
+      done
+    done
+    for b in 0 1; do
+      echo "heat3d: DTMPI_STENCIL_OVERLAP_BLOCKS=$b:"
+      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 1 $build/examples/heat3d $proxy --n 512 256 256 --per-rank 2 --overlap
+      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged --overlap
+      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device --overlap
+    done
     timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged
-    timeout 240 mpiexec -n 2 $build/examples/heat3d $proxy --n 512 256 256 --path staged --overlap
     timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device
-    timeout 240 mpiexec -n 2 $preloaded $build/examples/heat3d $proxy --n 512 256 256 --path device --overlap
-  } 2>&1 | grep -E "^heat3d" | tee "$out/stencil-astaroth-proxy.txt"
+  } 2>&1 | grep -E "^heat3d|FAIL" | tee "$out/stencil-astaroth-proxy.txt"
   step "dtmpi-bench stencil --gpu: exchange vs its packed-bytes limit, CUDA graphs off / on, the plain-MPI halo"
   {
     timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --graphs both --no-halo

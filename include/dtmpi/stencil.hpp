@@ -185,6 +185,11 @@ struct ExchangeStats {
   int64_t local_copies = 0;   // same-rank region copies (all quantities of a direction each)
   int64_t local_bytes = 0;    // bytes copied between this rank's own subdomains
   PeerPath peer_path = PeerPath::kHost;  // how the MPI messages travel (kStaged or kDevice for device memory)
+  // Device domains: the blocks per SM of the same-GPU copy and unpack
+  // launches of an overlapped exchange (set_overlap_blocks_per_sm(); 0: one
+  // block per tile, as exchange()), and the overlapped exchanges so far.
+  int overlap_blocks_per_sm = 0;
+  int64_t overlapped_exchanges = 0;
 };
 
 struct DomainImpl;
@@ -236,6 +241,16 @@ class DistributedDomain {
   // nor on a rank whose subdomains are on several GPUs (set_gpus()).
   DistributedDomain& set_cuda_graphs(bool on);
   bool cuda_graphs() const;  // after realize(): whether the exchanges replay graphs
+  // Device domains: the grid of the kernels an overlapped exchange runs
+  // while the program's interior kernel may still be running -- the copies
+  // between this rank's subdomains (start_exchange()) and the unpacks
+  // (finish_exchange()) -- in blocks per SM of their GPU, each block moving
+  // tile after tile; 0: one block per tile, as exchange() launches them.
+  // A full grid is fastest alone, but its blocks queue behind the interior
+  // kernel's for the SMs; a few blocks per SM run beside it and hide most
+  // of the exchange (docs/stencil.md, "Overlap on the GPU"). Default
+  // DTMPI_STENCIL_OVERLAP_BLOCKS (1); at most 32.
+  DistributedDomain& set_overlap_blocks_per_sm(int blocks);
   // Host-memory domains: peers on this rank's node (MPI_COMM_TYPE_SHARED, or
   // DTMPI_RANKS_PER_NODE's emulated nodes) exchange through a shared-memory
   // segment instead of MPI messages; default DTMPI_STENCIL_SHM (on). Off

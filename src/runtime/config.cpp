@@ -59,6 +59,11 @@ const std::vector<VariableDoc> kVariables = {
     {"DTMPI_STENCIL_GRAPHS", "0",
      "1: dtmpi::stencil device domains record their pack, same-rank copy and unpack launches as CUDA graphs once "
      "and replay them every exchange (a domain's set_cuda_graphs() overrides it); 0: launched one by one"},
+    {"DTMPI_STENCIL_OVERLAP_BLOCKS", "1",
+     "dtmpi::stencil device domains, overlapped exchanges (start_exchange() .. finish_exchange()): blocks per SM of "
+     "their same-GPU copy and unpack kernels, which then run beside the program's interior kernel (0-32; 0: a block "
+     "per tile, the full grid of exchange(), whose blocks wait behind the interior's); a domain's "
+     "set_overlap_blocks_per_sm() overrides it"},
     {"DTMPI_STENCIL_SHM", "1",
      "1: dtmpi::stencil host-memory domains exchange with ranks of their node through a shared-memory segment "
      "(the sender packs into the receiver's buffer; a domain's set_host_shared_memory() overrides it); 0: MPI "
@@ -266,6 +271,7 @@ Config read_environment() {
   c.pack_async = flag("DTMPI_PACK_ASYNC", false);
   c.stencil_graphs = flag("DTMPI_STENCIL_GRAPHS", false);
   c.stencil_shm = flag("DTMPI_STENCIL_SHM", true);
+  c.stencil_overlap_blocks = static_cast<int>(number("DTMPI_STENCIL_OVERLAP_BLOCKS", 1, 0, 32, false));
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);

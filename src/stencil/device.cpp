@@ -186,14 +186,45 @@ Status build_all_launches(DomainImpl& d) {
   return ok_status();
 }
 
-// Queues the launches of `kind` (built) on each GPU's exchange stream.
-Status launch_moves(DomainImpl& d, OnDevice& on, MoveKind kind, device::Move how) {
+// Queues the launches of `kind` (built) on each GPU's exchange stream: a
+// block per tile, or (narrow) overlap_blocks_per_sm blocks per SM of the GPU.
+Status launch_moves(DomainImpl& d, OnDevice& on, MoveKind kind, device::Move how, bool narrow) {
   const auto& slot = d.launches[static_cast<size_t>(d.parity * 3 + kind)];
   if (!slot) return Error{MPI_ERR_INTERN, "dtmpi::stencil: an exchange's launches were not made at realize()"};
   for (const GpuLaunch& l : *slot) {
     DTMPI_TRY(on.use(l.device));
-    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, l.batch, d.streams[device_index(d, l.device)])));
+    const size_t g = device_index(d, l.device);
+    const uint64_t grid = narrow ? static_cast<uint64_t>(d.overlap_blocks_per_sm) * static_cast<uint64_t>(d.sm_count[g]) : 0;
+    DTMPI_CUDA_CHECK(static_cast<cudaError_t>(device::launch(how, l.batch, d.streams[g], grid)));
   }
+  return ok_status();
+}
+
+// Whether this round's copies and unpacks take the narrow grid: the
+// program's interior kernel may be running beside them.
+bool narrow_round(const DomainImpl& d) { return d.overlapping && d.overlap_blocks_per_sm > 0; }
+
+// Records `record` (launches on the home stream) into `slot` as an
+// instantiated graph (cudaGraphExec_t), unless it holds one already.
+template <class Record>
+Status record_once(DomainImpl& d, void*& slot, Record record) {
+  if (slot) return ok_status();
+  DTMPI_CUDA_CHECK(cudaStreamBeginCapture(home_stream(d), cudaStreamCaptureModeThreadLocal));
+  const Status recorded = record();
+  cudaGraph_t graph = nullptr;
+  // the capture is ended whatever happened, so the stream is usable again
+  const cudaError_t ended = cudaStreamEndCapture(home_stream(d), &graph);
+  if (!recorded) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return recorded;
+  }
+  DTMPI_CUDA_CHECK(ended);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  DTMPI_CUDA_CHECK(made);
+  slot = exec;
   return ok_status();
 }
 
@@ -206,25 +237,9 @@ Status launch_moves(DomainImpl& d, OnDevice& on, MoveKind kind, device::Move how
 template <class Record>
 Status replay(DomainImpl& d, MoveKind kind, Record record) {
   if (!d.graphs) return record();
-  void*& slot = d.graph_exec[static_cast<size_t>(d.parity * 3 + kind)];
-  if (!slot) {
-    DTMPI_CUDA_CHECK(cudaStreamBeginCapture(home_stream(d), cudaStreamCaptureModeThreadLocal));
-    const Status recorded = record();
-    cudaGraph_t graph = nullptr;
-    // the capture is ended whatever happened, so the stream is usable again
-    const cudaError_t ended = cudaStreamEndCapture(home_stream(d), &graph);
-    if (!recorded) {
-      if (graph) cudaGraphDestroy(graph);
-      cudaGetLastError();
-      return recorded;
-    }
-    DTMPI_CUDA_CHECK(ended);
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t made = cudaGraphInstantiateWithFlags(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    DTMPI_CUDA_CHECK(made);
-    slot = exec;
-  }
+  const bool narrow = kind != kPacks && narrow_round(d);
+  void*& slot = d.graph_exec[static_cast<size_t>(2 * (d.parity * 3 + kind) + (narrow ? 1 : 0))];
+  DTMPI_TRY(record_once(d, slot, record));
   DTMPI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(slot), home_stream(d)));
   return ok_status();
 }
@@ -252,13 +267,13 @@ Status stage_packed(DomainImpl& d, OnDevice& on, bool to_host) {
 
 Status record_pack(DomainImpl& d) {
   OnDevice on;
-  DTMPI_TRY(launch_moves(d, on, kPacks, device::Move::kPack));
+  DTMPI_TRY(launch_moves(d, on, kPacks, device::Move::kPack, false));
   return stage_packed(d, on, true);
 }
 
 Status record_copy_local(DomainImpl& d) {
   OnDevice on;
-  return launch_moves(d, on, kCopies, device::Move::kCopy);
+  return launch_moves(d, on, kCopies, device::Move::kCopy, narrow_round(d));
 }
 
 Status record_unpack(DomainImpl& d) {
@@ -266,7 +281,7 @@ Status record_unpack(DomainImpl& d) {
   // device path: dtmpi's MPI_Waitall returned with the bytes in place
   // (docs/point-to-point.md: a receive completes once the data is there)
   DTMPI_TRY(stage_packed(d, on, false));
-  return launch_moves(d, on, kUnpacks, device::Move::kUnpack);
+  return launch_moves(d, on, kUnpacks, device::Move::kUnpack, narrow_round(d));
 }
 
 // Lets every pair of the rank's GPUs reach each other's memory (the copies
@@ -360,10 +375,18 @@ Status device_allocate(DomainImpl& d) {
     DTMPI_TRY(enable_peer_access(d.devices));
   }
   OnDevice on;
+  d.overlap_blocks_per_sm = d.overlap_blocks_set ? *d.overlap_blocks_set : runtime::config().stencil_overlap_blocks;
+  d.sm_count.clear();
   for (int g : d.devices) {
     DTMPI_TRY(on.use(g));
+    // the highest priority: an overlapped exchange's blocks are dispatched
+    // as soon as SM room frees, ahead of the interior kernel's waiting ones
+    int least = 0, greatest = 0, sms = 0;
+    DTMPI_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    DTMPI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g));
+    d.sm_count.push_back(std::max(sms, 1));
     cudaStream_t stream = nullptr;
-    DTMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    DTMPI_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
     d.streams.push_back(stream);
   }
   for (Subdomain& s : d.subs) {
@@ -419,10 +442,12 @@ void device_release(DomainImpl& d) noexcept {
       for (GpuLaunch& l : *slot) cudaFree(l.table);
     slot.reset();
   }
-  for (void*& g : d.graph_exec) {
+  auto drop = [](void*& g) {
     if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
     g = nullptr;
-  }
+  };
+  for (void*& g : d.graph_exec) drop(g);
+
   for (void* st : d.streams) cudaStreamDestroy(static_cast<cudaStream_t>(st));
   d.streams.clear();
   d.devices.clear();

@@ -32,28 +32,32 @@ __device__ __forceinline__ void move_tile(Move move, const Piece& p, uint64_t ti
     if (to[k]) *reinterpret_cast<W*>(to[k]) = value[k];
 }
 
-__global__ void __launch_bounds__(kThreads) move_pieces(Move move, DeviceBatch b, uint64_t first) {
-  const uint64_t block = first + blockIdx.x;
-  const BlockRef ref = b.order[block];
-  const Piece p = b.pieces[ref.piece];
-  const uint64_t tile = ref.tile;
-  switch (p.word) {  // the same for the whole block
-    case 16: move_tile<uint4>(move, p, tile); break;
-    case 8: move_tile<uint64_t>(move, p, tile); break;
-    case 4: move_tile<uint32_t>(move, p, tile); break;
-    case 2: move_tile<uint16_t>(move, p, tile); break;
-    default: move_tile<unsigned char>(move, p, tile); break;
+// Blocks first .. first + count - 1 of the table, gridDim.x blocks taking
+// them in turn: one each with a full grid, several each with a narrow one.
+__global__ void __launch_bounds__(kThreads) move_pieces(Move move, DeviceBatch b, uint64_t first, uint64_t count) {
+  for (uint64_t k = blockIdx.x; k < count; k += gridDim.x) {
+    const BlockRef ref = b.order[first + k];
+    const Piece p = b.pieces[ref.piece];
+    const uint64_t tile = ref.tile;
+    switch (p.word) {  // the same for the whole block
+      case 16: move_tile<uint4>(move, p, tile); break;
+      case 8: move_tile<uint64_t>(move, p, tile); break;
+      case 4: move_tile<uint32_t>(move, p, tile); break;
+      case 2: move_tile<uint16_t>(move, p, tile); break;
+      default: move_tile<unsigned char>(move, p, tile); break;
+    }
   }
 }
 
 }  // namespace
 
-int launch(Move move, const DeviceBatch& batch, void* stream) {
+int launch(Move move, const DeviceBatch& batch, void* stream, uint64_t grid) {
   constexpr uint64_t kMaxBlocks = (uint64_t{1} << 31) - 1;  // gridDim.x
   const auto s = static_cast<cudaStream_t>(stream);
   for (uint64_t first = 0; first < batch.blocks; first += kMaxBlocks) {
     const uint64_t n = batch.blocks - first < kMaxBlocks ? batch.blocks - first : kMaxBlocks;
-    move_pieces<<<static_cast<unsigned>(n), kThreads, 0, s>>>(move, batch, first);
+    const uint64_t blocks = grid > 0 && grid < n ? grid : n;
+    move_pieces<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(move, batch, first, n);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return static_cast<int>(e);
   }

@@ -21,7 +21,8 @@ struct DeviceBatch {
 };
 
 // Queues the moves on `stream` (a cudaStream_t), in launches of at most 2^31 - 1
-// blocks; returns the first launch error as a cudaError_t (as int).
-int launch(Move move, const DeviceBatch& batch, void* stream);
+// blocks -- one per table entry, or `grid` blocks (if fewer) each moving
+// every grid-th entry; returns the first launch error as a cudaError_t (as int).
+int launch(Move move, const DeviceBatch& batch, void* stream, uint64_t grid = 0);
 
 }  // namespace dtmpi::stencil::device

@@ -42,6 +42,7 @@ std::string signature(const DomainImpl& d) {
   }
   s += "]";
   if (!d.optimize_placement) s += ", placement off";
+  if (d.overlap_blocks_set) s += ", overlap blocks per SM " + std::to_string(*d.overlap_blocks_set);
   if (!d.gpu_bandwidth.empty()) {
     s += ", GPU bandwidth [";
     for (size_t i = 0; i < d.gpu_bandwidth.size(); ++i) s += (i ? " " : "") + std::to_string(d.gpu_bandwidth[i]);
@@ -87,6 +88,9 @@ Status valid(const DomainImpl& d) {
                               "path posts device buffers; use set_memory(Memory::kDevice))"};
   if (d.per_rank < 1)
     return Error{MPI_ERR_ARG, "dtmpi::stencil: " + std::to_string(d.per_rank) + " subdomains per rank; at least 1"};
+  if (d.overlap_blocks_set && (*d.overlap_blocks_set < 0 || *d.overlap_blocks_set > 32))
+    return Error{MPI_ERR_ARG, "dtmpi::stencil: set_overlap_blocks_per_sm(" + std::to_string(*d.overlap_blocks_set) +
+                                  "): 0 (a block per tile) to 32 blocks per SM"};
   if (!d.gpu_bandwidth.empty()) {
     const size_t m = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(d.gpu_bandwidth.size()))));
     if (m * m != d.gpu_bandwidth.size())
@@ -258,6 +262,11 @@ DistributedDomain& DistributedDomain::set_cuda_graphs(bool on) {
   impl_->graphs_set = on;
   return *this;
 }
+DistributedDomain& DistributedDomain::set_overlap_blocks_per_sm(int blocks) {
+  before_realize(*impl_, "set_overlap_blocks_per_sm()");
+  impl_->overlap_blocks_set = blocks;  // validated by realize()
+  return *this;
+}
 bool DistributedDomain::cuda_graphs() const {
   after_realize(*impl_, "cuda_graphs()");
   return impl_->graphs;
@@ -378,6 +387,8 @@ ExchangeStats DistributedDomain::stats() const {
                                                  : PeerPath::kStaged;
   s.local_copies = static_cast<int64_t>(impl_->copies.size());
   for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from);
+  s.overlap_blocks_per_sm = impl_->overlap_blocks_per_sm;
+  s.overlapped_exchanges = impl_->overlapped_exchanges;
   return s;
 }
 

@@ -128,14 +128,25 @@ struct DomainImpl {
   // CUDA graphs (set_cuda_graphs(), DTMPI_STENCIL_GRAPHS): the pack, local
   // copy and unpack launches recorded once per swap() parity (the kernels'
   // pointers are current()'s, which alternate) and replayed: cudaGraphExec_t
-  // [parity * 3 + kPackGraph / kCopyGraph / kUnpackGraph], null until recorded
+  // [2 * (parity * 3 + kPacks / kCopies / kUnpacks) + narrow], null until
+  // recorded (narrow: an overlapped exchange's grid of a few blocks per SM)
   std::optional<bool> graphs_set;  // set_cuda_graphs(); else the configuration's
   bool graphs = false;             // what realize() made of it (device domains only)
   int parity = 0;                  // swap()s, mod 2
-  std::array<void*, 6> graph_exec{};
+  std::array<void*, 12> graph_exec{};
   // the batched launches, by the same index as graph_exec; built at the first
   // exchange of each parity (their pointers are current()'s too)
   std::array<std::optional<std::vector<GpuLaunch>>, 6> launches;
+  // Overlapped exchanges (set_overlap_blocks_per_sm(),
+  // DTMPI_STENCIL_OVERLAP_BLOCKS): their copy and unpack launches' grid in
+  // blocks per SM (0: a block per tile), each GPU's SMs (by devices' order),
+  // and the overlapped exchanges so far (stats()).
+  std::optional<int> overlap_blocks_set;
+  int overlap_blocks_per_sm = 0;
+  std::vector<int> sm_count;
+  bool blocking = false;     // exchange() is running start_exchange(): not overlapped
+  bool overlapping = false;  // this round was started by start_exchange() itself
+  int64_t overlapped_exchanges = 0;
 
   ~DomainImpl();
   int64_t region_bytes(const Region& r) const;  // all quantities

@@ -112,8 +112,12 @@ void settle_requests(DomainImpl& d) noexcept {
 
 void DistributedDomain::start_exchange() {
   DomainImpl& d = *impl_;
+  const bool overlapped = !d.blocking;  // exchange() waits at once: nothing to overlap
+  d.blocking = false;
   if (!d.realized) throw StencilError("dtmpi::stencil: exchange before realize()");
   if (d.in_flight) throw StencilError("dtmpi::stencil: start_exchange() while an exchange is in flight");
+  d.overlapping = overlapped;
+  d.overlapped_exchanges += overlapped ? 1 : 0;
   const uint64_t seq = ++d.exchanges;
   d.shm_unread.clear();
   // receives first, so no message waits for its receive to be posted
@@ -165,6 +169,7 @@ bool DistributedDomain::progress() {
 }
 
 void DistributedDomain::exchange() {
+  impl_->blocking = true;  // start_exchange() clears it first thing
   start_exchange();
   finish_exchange();
 }

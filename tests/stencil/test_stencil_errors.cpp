@@ -181,6 +181,33 @@ TEST(StencilErrors, NegativeRadiusAndNoQuantity) {
       "no quantity");
 }
 
+// set_overlap_blocks_per_sm() takes 0 (a block per tile) to 32, checked by
+// realize() on every rank; in range, a host-memory domain ignores it and
+// counts its overlapped exchanges.
+TEST(StencilErrors, OverlapBlocksOutOfRange) {
+  if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
+  for (const int bad : {-1, 33}) {
+    expect_error_everywhere(
+        [&] {
+          st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+          d.add_quantity<double>("u");
+          d.set_overlap_blocks_per_sm(bad);
+          d.realize();
+        },
+        "set_overlap_blocks_per_sm(" + std::to_string(bad) + "): 0 (a block per tile) to 32 blocks per SM");
+  }
+  st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});
+  d.add_quantity<double>("u");
+  d.set_overlap_blocks_per_sm(32).set_overlap_blocks_per_sm(0);
+  d.realize();
+  expect_error_everywhere([&] { d.set_overlap_blocks_per_sm(1); }, "set_overlap_blocks_per_sm() after realize()");
+  d.start_exchange();
+  d.finish_exchange();
+  EXPECT_EQ(d.stats().overlapped_exchanges, 1);
+  d.exchange();
+  EXPECT_EQ(d.stats().overlapped_exchanges, 1);
+}
+
 TEST(StencilErrors, CallsOutOfOrder) {
   if (uneven_nodes()) GTEST_SKIP() << "this run is for the node check";
   st::DistributedDomain d(MPI_COMM_WORLD, {16, 16, 16});

@@ -290,3 +290,53 @@ TEST(StencilGpuKernels, TallRegionsOfManyQuantitiesInOneLaunch) {
   d.exchange();
   EXPECT_EQ(stencil_check::verify(d, esize, 0, {true, true, true}, kDownload), 0);
 }
+
+// Overlapped exchanges (start_exchange() .. finish_exchange()) launch their
+// same-GPU copies and their unpacks on a narrow grid (set_overlap_blocks_per_sm(),
+// each block moving tile after tile) or on the full grid (0), with and
+// without CUDA graphs (the narrow launches recorded apart from exchange()'s
+// full ones): every ghost right on both swap() parities, overlapped rounds
+// alternating with blocking ones; the peers' unpacks run narrow too where
+// there are several ranks.
+TEST(StencilGpuOverlap, NarrowAndFullGridsFillEveryGhost) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  for (const int blocks : {0, 1, 3}) {
+    for (const bool graphs : {false, true}) {
+      SCOPED_TRACE(std::to_string(blocks) + " blocks per SM" + (graphs ? ", CUDA graphs" : ""));
+      st::DistributedDomain d(MPI_COMM_WORLD, {40, 30, 28});
+      d.set_radius(st::Radius{}.set(0, 3, 2).set(1, 1, 2).set(2, 3, 3)).set_subdomains_per_rank(3);
+      d.set_memory(st::Memory::kDevice).set_overlap_blocks_per_sm(blocks).set_cuda_graphs(graphs);
+      for (int q = 0; q < 3; ++q) d.add_quantity<double>("d" + std::to_string(q));
+      d.add_quantity<Odd3>("odd");
+      d.add_quantity<Wide16>("wide");
+      const std::vector<size_t> esize{8, 8, 8, 3, 16};
+      d.realize();
+      ASSERT_GT(d.stats().local_copies, 0);
+      EXPECT_EQ(d.stats().overlap_blocks_per_sm, blocks);
+      for (int round = 0; round < 6; ++round) {
+        stencil_check::fill(d, esize, round, kUpload);
+        if (round % 3 == 2) {
+          d.exchange();
+        } else {
+          d.start_exchange();
+          d.finish_exchange();
+        }
+        EXPECT_EQ(stencil_check::verify(d, esize, round, {true, true, true}, kDownload), 0) << "round " << round;
+        d.swap();
+      }
+      EXPECT_EQ(d.stats().overlapped_exchanges, 4);
+    }
+  }
+}
+
+// Without a setter, DTMPI_STENCIL_OVERLAP_BLOCKS decides (unset: 1).
+TEST(StencilGpuOverlap, DefaultAsTheEnvironmentSays) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  const char* v = std::getenv("DTMPI_STENCIL_OVERLAP_BLOCKS");
+  st::DistributedDomain d(MPI_COMM_WORLD, {20, 18, 16});
+  d.set_memory(st::Memory::kDevice).add_quantity<double>("u");
+  d.realize();
+  EXPECT_EQ(d.stats().overlap_blocks_per_sm, v ? std::atoi(v) : 1);
+}
