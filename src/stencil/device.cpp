@@ -204,30 +204,6 @@ Status launch_moves(DomainImpl& d, OnDevice& on, MoveKind kind, device::Move how
 // program's interior kernel may be running beside them.
 bool narrow_round(const DomainImpl& d) { return d.overlapping && d.overlap_blocks_per_sm > 0; }
 
-// Records `record` (launches on the home stream) into `slot` as an
-// instantiated graph (cudaGraphExec_t), unless it holds one already.
-template <class Record>
-Status record_once(DomainImpl& d, void*& slot, Record record) {
-  if (slot) return ok_status();
-  DTMPI_CUDA_CHECK(cudaStreamBeginCapture(home_stream(d), cudaStreamCaptureModeThreadLocal));
-  const Status recorded = record();
-  cudaGraph_t graph = nullptr;
-  // the capture is ended whatever happened, so the stream is usable again
-  const cudaError_t ended = cudaStreamEndCapture(home_stream(d), &graph);
-  if (!recorded) {
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    return recorded;
-  }
-  DTMPI_CUDA_CHECK(ended);
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t made = cudaGraphInstantiateWithFlags(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  DTMPI_CUDA_CHECK(made);
-  slot = exec;
-  return ok_status();
-}
-
 // Runs `record` (launches on the exchange's stream) directly, or -- with
 // graphs on -- replays its recording for the current swap() parity,
 // recording it first. The launches of a kind are the same every exchange of
@@ -239,7 +215,24 @@ Status replay(DomainImpl& d, MoveKind kind, Record record) {
   if (!d.graphs) return record();
   const bool narrow = kind != kPacks && narrow_round(d);
   void*& slot = d.graph_exec[static_cast<size_t>(2 * (d.parity * 3 + kind) + (narrow ? 1 : 0))];
-  DTMPI_TRY(record_once(d, slot, record));
+  if (!slot) {
+    DTMPI_CUDA_CHECK(cudaStreamBeginCapture(home_stream(d), cudaStreamCaptureModeThreadLocal));
+    const Status recorded = record();
+    cudaGraph_t graph = nullptr;
+    // the capture is ended whatever happened, so the stream is usable again
+    const cudaError_t ended = cudaStreamEndCapture(home_stream(d), &graph);
+    if (!recorded) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      return recorded;
+    }
+    DTMPI_CUDA_CHECK(ended);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    DTMPI_CUDA_CHECK(made);
+    slot = exec;
+  }
   DTMPI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(slot), home_stream(d)));
   return ok_status();
 }
@@ -442,12 +435,10 @@ void device_release(DomainImpl& d) noexcept {
       for (GpuLaunch& l : *slot) cudaFree(l.table);
     slot.reset();
   }
-  auto drop = [](void*& g) {
+  for (void*& g : d.graph_exec) {
     if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
     g = nullptr;
-  };
-  for (void*& g : d.graph_exec) drop(g);
-
+  }
   for (void* st : d.streams) cudaStreamDestroy(static_cast<cudaStream_t>(st));
   d.streams.clear();
   d.devices.clear();
