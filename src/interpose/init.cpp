@@ -9,6 +9,7 @@
 #include "runtime/host_ranges.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/mapped_host.hpp"
+#include "topology/placement.hpp"
 #include "transport/ipc.hpp"
 #include "base/system_mpi.hpp"
 #include "transport/ledger.hpp"
@@ -24,6 +25,10 @@ namespace {
 
 void initialized() {
   dtmpi::runtime::on_mpi_initialized();
+  // before anything cuts nodes: one DTMPI_RANKS_PER_NODE for every rank
+  if (auto agreed = dtmpi::topology::agree_ranks_per_node(MPI_COMM_WORLD); !agreed)
+    DTMPI_LOG(kWarn, "agreeing on DTMPI_RANKS_PER_NODE failed (%s): each rank keeps its own",
+              agreed.error().what.c_str());
   dtmpi::interpose::create_buffer_keyval();
   if (auto keyval = dtmpi::coll::create_reduction_keyval(); !keyval)
     DTMPI_LOG(kWarn, "creating dtmpi_reduction_keyval() failed (%s): no deterministic reductions",

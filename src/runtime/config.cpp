@@ -320,6 +320,7 @@ void reload_config() {
 }
 
 const Config& config() { return current(); }
+void set_agreed_ranks_per_node(int64_t value) { current().ranks_per_node = value; }
 const TestHooks& test_hooks() { return hooks(); }
 
 namespace {

@@ -129,6 +129,9 @@ inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat kn
 const TestHooks& test_hooks();
 // Parses the environment again (tests, and MPI_Init after a fork).
 void reload_config();
+// MPI_Init, once every rank has been heard (topology::agree_ranks_per_node):
+// the DTMPI_RANKS_PER_NODE all ranks use, which may differ from this rank's.
+void set_agreed_ranks_per_node(int64_t value);
 // Known variables whose values were invalid, one sentence each ("DTMPI_LOG=xyz
 // is not one of error, warn, ...: using warn"); each such variable takes its default.
 std::vector<std::string> invalid_values();

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 
+#include "base/log.hpp"
 #include "base/system_mpi.hpp"
+#include "runtime/config.hpp"
 #include "topology/partition.hpp"
 
 namespace dtmpi::topology {
@@ -97,6 +99,21 @@ Status node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_o
   REAL(MPI_Comm_free)(&node);
   DTMPI_TRY(reduced);
   DTMPI_MPI_CHECK_REPORTED(REAL(MPI_Allgather)(&leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, comm));
+  return ok_status();
+}
+
+Status agree_ranks_per_node(MPI_Comm comm) {
+  const int64_t mine = runtime::config().ranks_per_node;
+  // the smallest and (negated) the largest in one reduction
+  int64_t asked[2] = {mine, -mine};
+  DTMPI_MPI_CHECK(REAL(MPI_Allreduce)(MPI_IN_PLACE, asked, 2, MPI_INT64_T, MPI_MIN, comm));
+  if (asked[0] == -asked[1]) return ok_status();
+  if (mine != asked[0])
+    DTMPI_LOG(kWarn, "DTMPI_RANKS_PER_NODE differs between the ranks (%lld to %lld; this rank %lld): every rank uses "
+              "%lld%s", static_cast<long long>(asked[0]), static_cast<long long>(-asked[1]),
+              static_cast<long long>(mine), static_cast<long long>(asked[0]),
+              asked[0] == 0 ? " (the nodes detected)" : "");
+  runtime::set_agreed_ranks_per_node(asked[0]);
   return ok_status();
 }
 

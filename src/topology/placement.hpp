@@ -35,5 +35,12 @@ Status gather_adjacency(MPI_Comm comm, const Adjacency& mine, std::vector<Adjace
 // Node of every rank of `comm`: DTMPI_RANKS_PER_NODE consecutive ranks per
 // (emulated) node when set, else MPI_COMM_TYPE_SHARED. Collective.
 Status node_of_ranks(MPI_Comm comm, int ranks_per_node, std::vector<int>& node_of_rank);
+// Collective over `comm` (MPI_COMM_WORLD at MPI_Init): the ranks agree on
+// DTMPI_RANKS_PER_NODE -- the smallest any of them was given (0: detect the
+// nodes), with a warning where they differ -- and every consumer reads that
+// one value from then on. Ranks given different values would otherwise cut
+// different nodes: hierarchical collectives, stencil domains and placement
+// that wait on each other's node-wide steps and hang.
+Status agree_ranks_per_node(MPI_Comm comm);
 
 }  // namespace dtmpi::topology

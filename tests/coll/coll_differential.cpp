@@ -323,7 +323,10 @@ TEST(Coll, LeadersPerNodeAsConfigured) {
   // DTMPI_TEST_LEADERS_AGREED: the ranks were given different values; the
   // smallest, 1, is the one agreed (coll_leaders_disagree_np4)
   const bool agreed_one = std::getenv("DTMPI_TEST_LEADERS_AGREED") != nullptr;
-  const int per_node = std::atoi(rpn), groups = agreed_one ? 1 : g && *g ? std::atoi(g) : 1;
+  // DTMPI_TEST_RANKS_PER_NODE_AGREED: the ranks were given different
+  // DTMPI_RANKS_PER_NODE, all use that one (coll_ranks_per_node_disagree_np4)
+  const char* rpn_agreed = std::getenv("DTMPI_TEST_RANKS_PER_NODE_AGREED");
+  const int per_node = std::atoi(rpn_agreed ? rpn_agreed : rpn), groups = agreed_one ? 1 : g && *g ? std::atoi(g) : 1;
   MPI_Barrier(MPI_COMM_WORLD);  // the state exists (made at MPI_Init, or here)
   std::vector<int> leaders(static_cast<size_t>(n) + 1, -1);
   const int count = dtmpi_coll_leaders(MPI_COMM_WORLD, n + 1, leaders.data());
