@@ -134,7 +134,7 @@ Result<std::pair<int32_t, int32_t>> accumulate_codes(MPI_Datatype origin, MPI_Da
 }  // namespace
 
 Status put(Window& w, Side o, TargetSide t, MPI_Request* request) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   auto pp = plan_pair(w, o, t);
   if (!pp) return pp.error();
@@ -153,7 +153,7 @@ Status put(Window& w, Side o, TargetSide t, MPI_Request* request) {
 }
 
 Status get(Window& w, Side o, TargetSide t, MPI_Request* request) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   auto pp = plan_pair(w, o, t);
   if (!pp) return pp.error();
@@ -178,7 +178,7 @@ Status get(Window& w, Side o, TargetSide t, MPI_Request* request) {
 }
 
 Status accumulate(Window& w, Side o, TargetSide t, MPI_Op op, MPI_Request* request) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   auto pp = plan_pair(w, o, t);
   if (!pp) return pp.error();
@@ -210,7 +210,7 @@ Status accumulate(Window& w, Side o, TargetSide t, MPI_Op op, MPI_Request* reque
 }
 
 Status get_accumulate(Window& w, Side o, Side result, TargetSide t, MPI_Op op, MPI_Request* request) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (t.rank == MPI_PROC_NULL) return make_request(w, 0, 0, request);
   const bool no_op = op == MPI_NO_OP;
   // MPI_NO_OP ignores the origin buffer: the result's layout stands in for it
@@ -255,7 +255,7 @@ Status get_accumulate(Window& w, Side o, Side result, TargetSide t, MPI_Op op, M
 
 Status compare_and_swap(Window& w, const void* origin, const void* compare, void* result, MPI_Datatype type,
                         int target, MPI_Aint disp) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (target == MPI_PROC_NULL) return ok_status();
   if (type_index(type) < 0) return Error{MPI_ERR_TYPE, "MPI_Compare_and_swap needs a predefined datatype"};
   auto plan = plan_of(type);

@@ -355,6 +355,7 @@ void wait_until_fn(bool (*done)(void*), void* ctx) {
     progress();
     if (done(ctx)) break;
     transport::poll();  // dtmpi's other transfers in flight go on meanwhile
+    let_others_in();
   }
 }
 

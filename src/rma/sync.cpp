@@ -20,6 +20,7 @@ Status wait_request(MPI_Request& r) {
     if (done) return ok_status();
     progress();
     transport::poll();
+    let_others_in();
   }
 }
 
@@ -92,7 +93,7 @@ Status fence_sync(Window& w) {
 }
 
 Status fence(Window& w, int assert_flags) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   // every fence synchronizes fully; the assertion only says whether it opens
   // an epoch for the operations that follow (MPI_ERR_RMA_SYNC otherwise)
   w.fence_epoch = (assert_flags & MPI_MODE_NOSUCCEED) == 0;
@@ -100,7 +101,7 @@ Status fence(Window& w, int assert_flags) {
 }
 
 Status post(Window& w, MPI_Group group, int assert_flags) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   auto ranks = ranks_of(w, group);
   if (!ranks) return ranks.error();
   if (!w.post_group.empty()) return Error{MPI_ERR_RMA_SYNC, "MPI_Win_post while an exposure epoch is open"};
@@ -111,7 +112,7 @@ Status post(Window& w, MPI_Group group, int assert_flags) {
 }
 
 Status start(Window& w, MPI_Group group, int assert_flags) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   auto ranks = ranks_of(w, group);
   if (!ranks) return ranks.error();
   if (!w.start_group.empty()) return Error{MPI_ERR_RMA_SYNC, "MPI_Win_start while an access epoch is open"};
@@ -129,7 +130,7 @@ Status start(Window& w, MPI_Group group, int assert_flags) {
 }
 
 Status complete(Window& w) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   for (int r : w.start_group) DTMPI_TRY(send_control(w, r, Kind::kComplete));
   for (int r : w.start_group) {
     Peer& p = w.peers[static_cast<size_t>(r)];
@@ -153,7 +154,7 @@ void consume_completes(Window& w) {
 }  // namespace
 
 Status wait(Window& w) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   wait_until([&] { return all_completed(w); });
   consume_completes(w);
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -161,7 +162,7 @@ Status wait(Window& w) {
 }
 
 Status test(Window& w, int* flag) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   progress();
   *flag = all_completed(w) ? 1 : 0;
   if (*flag) consume_completes(w);
@@ -169,7 +170,7 @@ Status test(Window& w, int* flag) {
 }
 
 Status lock(Window& w, int lock_type, int rank, int assert_flags) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (rank == MPI_PROC_NULL) return ok_status();
   if (rank < 0 || rank >= w.size) return Error{MPI_ERR_RANK, "MPI_Win_lock of an invalid rank"};
   if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
@@ -185,7 +186,7 @@ Status lock(Window& w, int lock_type, int rank, int assert_flags) {
 }
 
 Status unlock(Window& w, int rank) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (rank == MPI_PROC_NULL) return ok_status();
   if (rank < 0 || rank >= w.size) return Error{MPI_ERR_RANK, "MPI_Win_unlock of an invalid rank"};
   Peer& p = w.peers[static_cast<size_t>(rank)];
@@ -200,7 +201,7 @@ Status unlock(Window& w, int rank) {
 }
 
 Status lock_all(Window& w, int assert_flags) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   for (const Peer& p : w.peers)
     if (p.lock_type != 0) return Error{MPI_ERR_RMA_SYNC, "MPI_Win_lock_all while holding a lock"};
   const bool nocheck = (assert_flags & MPI_MODE_NOCHECK) != 0;
@@ -217,7 +218,7 @@ Status lock_all(Window& w, int assert_flags) {
 }
 
 Status unlock_all(Window& w) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   std::vector<uint64_t> seqs(static_cast<size_t>(w.size), 0);
   for (int r = 0; r < w.size; ++r) {
     Peer& p = w.peers[static_cast<size_t>(r)];
@@ -234,7 +235,7 @@ Status unlock_all(Window& w) {
 }
 
 Status flush(Window& w, int rank) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (rank == MPI_PROC_NULL) return ok_status();
   if (rank < 0 || rank >= w.size) return Error{MPI_ERR_RANK, "MPI_Win_flush of an invalid rank"};
   Peer& p = w.peers[static_cast<size_t>(rank)];
@@ -248,7 +249,7 @@ Status flush(Window& w, int rank) {
 }
 
 Status flush_all(Window& w) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   std::vector<uint64_t> seqs(static_cast<size_t>(w.size), 0);
   for (int r = 0; r < w.size; ++r) {
     Peer& p = w.peers[static_cast<size_t>(r)];
@@ -267,7 +268,7 @@ Status flush_all(Window& w) {
 }
 
 Status flush_local(Window& w, int rank) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   if (rank == MPI_PROC_NULL) return ok_status();
   if (rank < 0 || rank >= w.size) return Error{MPI_ERR_RANK, "MPI_Win_flush_local of an invalid rank"};
   // puts and accumulates copied their origin buffers when issued
@@ -275,7 +276,7 @@ Status flush_local(Window& w, int rank) {
 }
 
 Status flush_local_all(Window& w) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   for (int r = 0; r < w.size; ++r) DTMPI_TRY(wait_replies(w, r, w.peers[static_cast<size_t>(r)].replies_posted));
   return ok_status();
 }

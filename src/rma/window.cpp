@@ -3,6 +3,7 @@
 #include "rma/window.hpp"
 
 #include <cstring>
+#include <thread>
 #include <type_traits>
 
 #include "base/log.hpp"
@@ -27,6 +28,27 @@ std::vector<Window*>& window_list() {
 std::recursive_mutex& rma_mutex() {
   static std::recursive_mutex m;
   return m;
+}
+
+namespace {
+thread_local int t_holds = 0;  // this thread's RmaLocks alive
+}  // namespace
+
+RmaLock::RmaLock() {
+  rma_mutex().lock();
+  ++t_holds;
+}
+RmaLock::~RmaLock() {
+  --t_holds;
+  rma_mutex().unlock();
+}
+
+void let_others_in() {
+  const int holds = t_holds;
+  if (holds == 0) return;
+  for (int i = 0; i < holds; ++i) rma_mutex().unlock();
+  std::this_thread::yield();
+  for (int i = 0; i < holds; ++i) rma_mutex().lock();
 }
 
 namespace {
@@ -193,7 +215,7 @@ Result<bool> serve_dynamic(MPI_Comm comm) {
 
 Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor flavor, MPI_Win* win) {
   if (size < 0 || disp_unit <= 0) return Error{MPI_ERR_ARG, "MPI_Win_create: negative size or disp_unit < 1"};
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   auto w = std::make_unique<Window>();
   w->flavor = flavor;
   w->flavor_attr = static_cast<int>(flavor);
@@ -231,7 +253,7 @@ Status allocate(MPI_Aint size, int disp_unit, MPI_Comm comm, void* baseptr, MPI_
 Status attach(Window& w, void* base, MPI_Aint size) {
   if (w.flavor != Flavor::kDynamic) return Error{MPI_ERR_RMA_FLAVOR, "MPI_Win_attach on a window that is not dynamic"};
   if (size < 0) return Error{MPI_ERR_SIZE, "MPI_Win_attach: negative size"};
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   const uintptr_t b = reinterpret_cast<uintptr_t>(base);
   for (const Region& r : w.regions)
     if (b < r.base + static_cast<uintptr_t>(r.bytes) && r.base < b + static_cast<uintptr_t>(size))
@@ -241,7 +263,7 @@ Status attach(Window& w, void* base, MPI_Aint size) {
 }
 
 Status detach(Window& w, const void* base) {
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   for (size_t i = 0; i < w.regions.size(); ++i)
     if (w.regions[i].base == reinterpret_cast<uintptr_t>(base)) {
       w.regions.erase(w.regions.begin() + static_cast<std::ptrdiff_t>(i));
@@ -253,7 +275,7 @@ Status detach(Window& w, const void* base) {
 Status free_window(MPI_Win* win) {
   Window* w = find(*win);
   if (!w) return Error{MPI_ERR_WIN, "MPI_Win_free: not a window of dtmpi's"};
-  std::lock_guard lock(rma_mutex());
+  RmaLock lock;
   // MPI_Win_free synchronizes like a fence would: nobody frees memory a peer
   // is still reading or writing (every rank's requests to it are handled)
   for (int t = 0; t < w->size; ++t)

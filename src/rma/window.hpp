@@ -155,6 +155,22 @@ struct Window {
 // The one lock of dtmpi's one-sided layer (recursive: progress runs inside
 // the calls that hold it).
 std::recursive_mutex& rma_mutex();
+// Holds rma_mutex() for a scope, counting this thread's holds, so that a
+// blocking wait can let go of it entirely (let_others_in()).
+class RmaLock {
+ public:
+  RmaLock();
+  ~RmaLock();
+  RmaLock(const RmaLock&) = delete;
+  RmaLock& operator=(const RmaLock&) = delete;
+};
+// Called by every wait for other ranks (wait_until, a request's wait): lets
+// go of this thread's holds of rma_mutex() for a moment, so that the other
+// threads' windows move on meanwhile -- a thread blocked in one window's
+// fence while holding the lock kept another thread from the fence of its
+// window that the other ranks were waiting for (MPICH's
+// threads/rma/multifence hung). The caller's window state is re-read after.
+void let_others_in();
 
 // A handle's bits as a map key: Open MPI's handles are pointers, MPICH's
 // ints (a template, so the other MPI's branch is discarded).
