@@ -193,7 +193,7 @@ Status accumulate(Window& w, Side o, TargetSide t, MPI_Op op, MPI_Request* reque
                                   *pp.value().target, nullptr, pp.value().bytes);
   if (!direct) return direct.error();
   if (direct.value()) return make_request(w, t.rank, 0, request);
-  w.peers[static_cast<size_t>(t.rank)].accumulates_queued = true;
+  queue_accumulate(w.peers[static_cast<size_t>(t.rank)]);
   RequestHeader h;
   h.kind = Kind::kAccumulate;
   h.disp = t.disp;
@@ -230,7 +230,7 @@ Status get_accumulate(Window& w, Side o, Side result, TargetSide t, MPI_Op op, M
                                   *pp.value().target, rplan.value().get(), pp.value().bytes);
   if (!direct) return direct.error();
   if (direct.value()) return make_request(w, t.rank, 0, request);
-  w.peers[static_cast<size_t>(t.rank)].accumulates_queued = true;
+  queue_accumulate(w.peers[static_cast<size_t>(t.rank)]);
   RequestHeader h;
   h.kind = Kind::kGetAccumulate;
   h.disp = t.disp;
@@ -265,7 +265,7 @@ Status compare_and_swap(Window& w, const void* origin, const void* compare, void
   auto direct = direct_compare_and_swap(w, origin, compare, result, type, t, *plan.value());
   if (!direct) return direct.error();
   if (direct.value()) return ok_status();
-  w.peers[static_cast<size_t>(target)].accumulates_queued = true;
+  queue_accumulate(w.peers[static_cast<size_t>(target)]);
   const int64_t n = plan.value()->size;
   RequestHeader h;
   h.kind = Kind::kCompareSwap;

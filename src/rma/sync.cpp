@@ -63,6 +63,8 @@ Status control_with_reply(Window& w, int rank, Kind kind, int32_t arg, uint64_t*
 
 Status fence_sync(Window& w) {
   std::vector<int> marks(static_cast<size_t>(w.size), 0);
+  std::vector<uint64_t> sent(static_cast<size_t>(w.size), 0);
+  for (int t = 0; t < w.size; ++t) sent[static_cast<size_t>(t)] = w.peers[static_cast<size_t>(t)].accumulates_sent;
   for (int t = 0; t < w.size; ++t) {
     Peer& p = w.peers[static_cast<size_t>(t)];
     if (!p.sent_in_epoch) continue;
@@ -87,7 +89,8 @@ Status fence_sync(Window& w) {
   // this one's (they would otherwise be applied among them)
   DTMPI_MPI_CHECK(REAL(MPI_Ibarrier)(w.comm, &r));
   DTMPI_TRY(wait_request(r));
-  for (Peer& p : w.peers) p.accumulates_queued = false;  // every target applied them
+  for (int t = 0; t < w.size; ++t)  // every target applied them
+    accumulates_applied(w.peers[static_cast<size_t>(t)], sent[static_cast<size_t>(t)]);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return epoch;
 }
@@ -192,11 +195,12 @@ Status unlock(Window& w, int rank) {
   Peer& p = w.peers[static_cast<size_t>(rank)];
   if (p.lock_type == 0) return Error{MPI_ERR_RMA_SYNC, "MPI_Win_unlock of a rank this process has not locked"};
   uint64_t seq = 0;
+  const uint64_t sent = p.accumulates_sent;
   DTMPI_TRY(control_with_reply(w, rank, Kind::kUnlock, p.lock_nocheck ? 1 : 0, &seq));
   p.lock_type = 0;
   p.sent_since_flush = false;
   DTMPI_TRY(wait_replies(w, rank, seq));  // everything before it applied at the target
-  p.accumulates_queued = false;
+  accumulates_applied(p, sent);
   return ok_status();
 }
 
@@ -219,17 +223,18 @@ Status lock_all(Window& w, int assert_flags) {
 
 Status unlock_all(Window& w) {
   RmaLock lock;
-  std::vector<uint64_t> seqs(static_cast<size_t>(w.size), 0);
+  std::vector<uint64_t> seqs(static_cast<size_t>(w.size), 0), sent(static_cast<size_t>(w.size), 0);
   for (int r = 0; r < w.size; ++r) {
     Peer& p = w.peers[static_cast<size_t>(r)];
     if (p.lock_type == 0) return Error{MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all without MPI_Win_lock_all"};
+    sent[static_cast<size_t>(r)] = p.accumulates_sent;
     DTMPI_TRY(control_with_reply(w, r, Kind::kUnlock, p.lock_nocheck ? 1 : 0, &seqs[static_cast<size_t>(r)]));
     p.lock_type = 0;
     p.sent_since_flush = false;
   }
   for (int r = 0; r < w.size; ++r) {
     DTMPI_TRY(wait_replies(w, r, seqs[static_cast<size_t>(r)]));
-    w.peers[static_cast<size_t>(r)].accumulates_queued = false;
+    accumulates_applied(w.peers[static_cast<size_t>(r)], sent[static_cast<size_t>(r)]);
   }
   return ok_status();
 }
@@ -241,18 +246,20 @@ Status flush(Window& w, int rank) {
   Peer& p = w.peers[static_cast<size_t>(rank)];
   if (!p.sent_since_flush) return wait_replies(w, rank, p.replies_posted);
   uint64_t seq = 0;
+  const uint64_t sent = p.accumulates_sent;
   DTMPI_TRY(control_with_reply(w, rank, Kind::kFlush, 0, &seq));
   p.sent_since_flush = false;
   DTMPI_TRY(wait_replies(w, rank, seq));
-  p.accumulates_queued = false;
+  accumulates_applied(p, sent);
   return ok_status();
 }
 
 Status flush_all(Window& w) {
   RmaLock lock;
-  std::vector<uint64_t> seqs(static_cast<size_t>(w.size), 0);
+  std::vector<uint64_t> seqs(static_cast<size_t>(w.size), 0), sent(static_cast<size_t>(w.size), 0);
   for (int r = 0; r < w.size; ++r) {
     Peer& p = w.peers[static_cast<size_t>(r)];
+    sent[static_cast<size_t>(r)] = p.accumulates_sent;
     if (p.sent_since_flush) {
       DTMPI_TRY(control_with_reply(w, r, Kind::kFlush, 0, &seqs[static_cast<size_t>(r)]));
       p.sent_since_flush = false;
@@ -262,7 +269,7 @@ Status flush_all(Window& w) {
   }
   for (int r = 0; r < w.size; ++r) {
     DTMPI_TRY(wait_replies(w, r, seqs[static_cast<size_t>(r)]));
-    w.peers[static_cast<size_t>(r)].accumulates_queued = false;
+    accumulates_applied(w.peers[static_cast<size_t>(r)], sent[static_cast<size_t>(r)]);
   }
   return ok_status();
 }

@@ -2,6 +2,7 @@
 // handlers of the windows dtmpi serves (rma/window.hpp).
 #include "rma/window.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <type_traits>
@@ -31,11 +32,16 @@ std::recursive_mutex& rma_mutex() {
 }
 
 namespace {
-thread_local int t_holds = 0;  // this thread's RmaLocks alive
+thread_local int t_holds = 0;         // this thread's RmaLocks alive
+std::atomic<int> g_waiting{0};        // threads blocked taking the lock
+std::atomic<uint64_t> g_taken{0};     // RmaLocks taken so far (hand-offs seen by let_others_in)
 }  // namespace
 
 RmaLock::RmaLock() {
+  g_waiting.fetch_add(1, std::memory_order_relaxed);
   rma_mutex().lock();
+  g_waiting.fetch_sub(1, std::memory_order_relaxed);
+  g_taken.fetch_add(1, std::memory_order_relaxed);
   ++t_holds;
 }
 RmaLock::~RmaLock() {
@@ -45,10 +51,21 @@ RmaLock::~RmaLock() {
 
 void let_others_in() {
   const int holds = t_holds;
-  if (holds == 0) return;
+  // nobody waiting (a single-threaded program): keep the lock, no cost
+  if (holds == 0 || g_waiting.load(std::memory_order_relaxed) == 0) return;
+  const uint64_t taken = g_taken.load(std::memory_order_relaxed);
   for (int i = 0; i < holds; ++i) rma_mutex().unlock();
-  std::this_thread::yield();
+  // the mutex hands nothing off: relocking at once would usually win again
+  // before the woken waiter runs, so wait (briefly) until one has taken it
+  for (int spins = 0; spins < 2000 && g_taken.load(std::memory_order_relaxed) == taken &&
+                      g_waiting.load(std::memory_order_relaxed) > 0;
+       ++spins)
+    std::this_thread::yield();
+  // waiting for it again: counted, so that the thread holding it now lets
+  // this one back in from its own waits
+  g_waiting.fetch_add(1, std::memory_order_relaxed);
   for (int i = 0; i < holds; ++i) rma_mutex().lock();
+  g_waiting.fetch_sub(1, std::memory_order_relaxed);
 }
 
 namespace {

@@ -66,6 +66,10 @@ struct Peer {
   // later accumulates follow it as messages (MPI orders one origin's
   // accumulates to a location; a direct atomic could overtake it)
   bool accumulates_queued = false;
+  // accumulates sent as messages so far: a synchronization clears
+  // accumulates_queued only if none went out while it waited (another
+  // thread's, in a shared epoch, may not be applied yet: let_others_in())
+  uint64_t accumulates_sent = 0;
   int lock_type = 0;                 // 0: no lock held on this peer
   bool lock_nocheck = false;
   // the same node: its window memory mapped over CUDA IPC (rma/direct.hpp)
@@ -151,6 +155,18 @@ struct Window {
   // the info hints given at creation and by MPI_Win_set_info (key -> value)
   std::map<std::string, std::string> hints;
 };
+
+// An accumulate to `p` goes as a message: later ones follow it (below).
+inline void queue_accumulate(Peer& p) {
+  p.accumulates_queued = true;
+  ++p.accumulates_sent;
+}
+// After a synchronization that applied everything sent to `p` up to the
+// moment `sent_then` was read: accumulates_queued cleared unless another
+// went out meanwhile.
+inline void accumulates_applied(Peer& p, uint64_t sent_then) {
+  if (p.accumulates_sent == sent_then) p.accumulates_queued = false;
+}
 
 // The one lock of dtmpi's one-sided layer (recursive: progress runs inside
 // the calls that hold it).

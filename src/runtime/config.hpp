@@ -127,7 +127,8 @@ inline constexpr const char* kCollAlgorithms[] = {"barrier dissemination flat kn
                                                   "alltoallv pairwise flat bruck bruck4 system",
                                                   "reduce_scatter flat system"};
 const TestHooks& test_hooks();
-// Parses the environment again (tests, and MPI_Init after a fork).
+// Parses the environment again (tests, and MPI_Init after a fork); before
+// MPI_Init's agreement below, which it would otherwise undo.
 void reload_config();
 // MPI_Init, once every rank has been heard (topology::agree_ranks_per_node):
 // the DTMPI_RANKS_PER_NODE all ranks use, which may differ from this rank's.

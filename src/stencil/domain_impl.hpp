@@ -134,8 +134,8 @@ struct DomainImpl {
   bool graphs = false;             // what realize() made of it (device domains only)
   int parity = 0;                  // swap()s, mod 2
   std::array<void*, 12> graph_exec{};
-  // the batched launches, by the same index as graph_exec; built at the first
-  // exchange of each parity (their pointers are current()'s too)
+  // the batched launches, [parity * 3 + kind] (graph_exec's index without the
+  // narrow bit); built at realize() for both parities (their pointers are current()'s too)
   std::array<std::optional<std::vector<GpuLaunch>>, 6> launches;
   // Overlapped exchanges (set_overlap_blocks_per_sm(),
   // DTMPI_STENCIL_OVERLAP_BLOCKS): their copy and unpack launches' grid in
