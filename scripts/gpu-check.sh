@@ -38,7 +38,8 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
   stencil-overlap the stencil tests as above, then how much of the exchange an overlapped step
                  hides (heat3d --overlap, 256^3, radius 3, 8 doubles) by the interior's arithmetic
                  intensity (--flops 0-1024) and the overlapped launches' grid
-                 (DTMPI_STENCIL_OVERLAP_BLOCKS=0: full, 1, 2 blocks per SM); file stencil-overlap.txt
+                 (DTMPI_STENCIL_OVERLAP_BLOCKS=0: full, 1, 2 blocks per SM); with 2+ GPUs also 2 ranks
+                 on 2 GPUs (--flops 0 and 256, device and staged path); file stencil-overlap.txt
   coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
                  tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
                  flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
@@ -273,6 +274,18 @@ if [ "$what" = stencil-overlap ]; then
       DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $preloaded $build/examples/heat3d $ov --flops 256 --n 512 256 256 --path device | grep -E "overlap:|FAIL"
       DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $build/examples/heat3d $ov --flops 256 --n 512 256 256 --path staged | grep -E "overlap:|FAIL"
     done
+    # with 2+ GPUs: 2 ranks, each on its own GPU (heat3d picks the GPU by the
+    # rank on the node) -- the exchange crosses the GPU link (CUDA IPC on the
+    # device path), which the interior's memory traffic does not use
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      for f in 0 256; do
+        for b in 0 1; do
+          echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 2 ranks on 2 GPUs, device path / staged:"
+          DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $preloaded $build/examples/heat3d $ov --flops $f --n 512 256 256 --path device | grep -E "overlap:|FAIL"
+          DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $build/examples/heat3d $ov --flops $f --n 512 256 256 --path staged | grep -E "overlap:|FAIL"
+        done
+      done
+    fi
   } 2>&1 | tee "$out/stencil-overlap.txt"
 fi
 
