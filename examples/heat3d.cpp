@@ -363,11 +363,12 @@ int run(const Options& o, int rank, int size) {
       const st::ExchangeStats xs = d.stats();
       if (rank == 0)
         std::printf("heat3d: overlap: interior update alone %.3f ms, exchange alone %.3f ms, both overlapped %.3f ms: "
-                    "%.0f%% of the exchange hidden (copies and unpacks of overlapped exchanges: %s)\n", 1e3 * compute,
+                    "%.0f%% of the exchange hidden (copies and unpacks of overlapped exchanges: %s%s)\n", 1e3 * compute,
                     1e3 * slowest, 1e3 * overlapped, 100 * (compute + slowest - overlapped) / slowest,
                     xs.overlap_blocks_per_sm > 0
                         ? (std::to_string(xs.overlap_blocks_per_sm) + " block(s) per SM").c_str()
-                        : "full grid");
+                        : "full grid",
+                    xs.deferred_sends > 0 ? "; packs beside the interior, sends after them" : "");
     }
   }
   return ok ? 0 : 1;

@@ -37,9 +37,10 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  one rank on 2 GPUs and 2 ranks on 2 GPUs each: set_gpus, peer-access kernels)
   stencil-overlap the stencil tests as above, then how much of the exchange an overlapped step
                  hides (heat3d --overlap, 256^3, radius 3, 8 doubles) by the interior's arithmetic
-                 intensity (--flops 0-1024) and the overlapped launches' grid
-                 (DTMPI_STENCIL_OVERLAP_BLOCKS=0: full, 1, 2 blocks per SM); with 2+ GPUs also 2 ranks
-                 on 2 GPUs (--flops 0 and 256, device and staged path); file stencil-overlap.txt
+                 intensity (--flops 0, 256, 1024) and the overlapped launches' grid
+                 (DTMPI_STENCIL_OVERLAP_BLOCKS=0: full, 1 block per SM): 1 rank, 1 rank x 2 subdomains,
+                 2 ranks sharing GPU 0 (device and staged path), with 2+ GPUs also 2 ranks on 2 GPUs;
+                 file stencil-overlap.txt
   coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
                  tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
                  flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
@@ -261,28 +262,42 @@ if [ "$what" = stencil-overlap ]; then
   step "overlap: heat3d --gpu --overlap 256^3, radius 3, 8 doubles, by --flops and DTMPI_STENCIL_OVERLAP_BLOCKS"
   preloaded="tests/run-preloaded.sh $build/src/libdtmpi.so"
   ov="--gpu --radius 3 --quantities 8 --substeps 3 --steps 2 --bench 20 --overlap"
+  # one heat3d run: $1 ranks, $2 DTMPI_STENCIL_OVERLAP_BLOCKS, $3 the GPUs
+  # the ranks see (CUDA_VISIBLE_DEVICES; heat3d puts a node's k-th rank on
+  # GPU k mod count), then heat3d's options (and the preloading wrapper first
+  # where the first is tests/run-preloaded.sh)
+  heat() {
+    local n=$1 b=$2 gpus=$3; shift 3
+    local pre=""
+    if [ "$1" = preloaded ]; then pre=$preloaded; shift; fi
+    DTMPI_STENCIL_OVERLAP_BLOCKS=$b CUDA_VISIBLE_DEVICES=$gpus timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS \
+      -x CUDA_VISIBLE_DEVICES -n "$n" $pre $build/examples/heat3d $ov "$@" | grep -E "overlap:|FAIL"
+  }
   {
-    for f in 0 64 256 1024; do
-      for b in 0 1 2; do
+    for f in 0 256 1024; do
+      for b in 0 1; do
         echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank, 1 subdomain:"
-        DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 1 $build/examples/heat3d $ov --flops $f --n 256 256 256 | grep -E "overlap:|FAIL"
+        heat 1 $b 0 --flops $f --n 256 256 256
       done
     done
-    for b in 0 1; do
-      echo "heat3d: --flops 256, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank x 2 subdomains / 2 ranks device path / 2 ranks staged:"
-      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 1 $build/examples/heat3d $ov --flops 256 --n 512 256 256 --per-rank 2 | grep -E "overlap:|FAIL"
-      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $preloaded $build/examples/heat3d $ov --flops 256 --n 512 256 256 --path device | grep -E "overlap:|FAIL"
-      DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $build/examples/heat3d $ov --flops 256 --n 512 256 256 --path staged | grep -E "overlap:|FAIL"
+    for f in 0 256; do
+      for b in 0 1; do
+        echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank x 2 subdomains / 2 ranks on 1 GPU, device path / staged:"
+        heat 1 $b 0 --flops $f --n 512 256 256 --per-rank 2
+        heat 2 $b 0 preloaded --flops $f --n 512 256 256 --path device
+        heat 2 $b 0 --flops $f --n 512 256 256 --path staged
+      done
     done
-    # with 2+ GPUs: 2 ranks, each on its own GPU (heat3d picks the GPU by the
-    # rank on the node) -- the exchange crosses the GPU link (CUDA IPC on the
-    # device path), which the interior's memory traffic does not use
+    # with 2+ GPUs: 2 ranks, each on its own GPU -- the exchange crosses the
+    # GPU link (CUDA IPC on the device path), which the interior's memory
+    # traffic does not use; each row twice (the runs vary by several points)
     if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
       for f in 0 256; do
         for b in 0 1; do
-          echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 2 ranks on 2 GPUs, device path / staged:"
-          DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $preloaded $build/examples/heat3d $ov --flops $f --n 512 256 256 --path device | grep -E "overlap:|FAIL"
-          DTMPI_STENCIL_OVERLAP_BLOCKS=$b timeout 240 mpiexec -x DTMPI_STENCIL_OVERLAP_BLOCKS -n 2 $build/examples/heat3d $ov --flops $f --n 512 256 256 --path staged | grep -E "overlap:|FAIL"
+          echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 2 ranks on 2 GPUs, device path (twice) / staged:"
+          heat 2 $b 0,1 preloaded --flops $f --n 512 256 256 --path device
+          heat 2 $b 0,1 preloaded --flops $f --n 512 256 256 --path device
+          heat 2 $b 0,1 --flops $f --n 512 256 256 --path staged
         done
       done
     fi

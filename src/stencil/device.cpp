@@ -382,6 +382,12 @@ Status device_allocate(DomainImpl& d) {
     DTMPI_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
     d.streams.push_back(stream);
   }
+  if (d.devices.size() == 1) {  // deferred sends (domain_impl.hpp): one GPU only
+    DTMPI_TRY(on.use(d.devices.front()));
+    cudaEvent_t done = nullptr;
+    DTMPI_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    d.packs_done = done;
+  }
   for (Subdomain& s : d.subs) {
     const int g = by_slot[static_cast<size_t>(d.slot_in_rank[static_cast<size_t>(s.id())])];
     Access::device(s) = g;
@@ -441,6 +447,9 @@ void device_release(DomainImpl& d) noexcept {
   }
   for (void* st : d.streams) cudaStreamDestroy(static_cast<cudaStream_t>(st));
   d.streams.clear();
+  if (d.packs_done) cudaEventDestroy(static_cast<cudaEvent_t>(d.packs_done));
+  d.packs_done = nullptr;
+  d.sends_pending = false;
   d.devices.clear();
   cudaGetLastError();  // nothing to report from a release
 }
@@ -449,12 +458,33 @@ Status device_pack(DomainImpl& d) {
   if (!d.peers.empty()) {
     DTMPI_TRY(replay(d, kPacks, [&] { return record_pack(d); }));
   }
+  if (d.sends_pending) {  // one GPU: the packs (and staged copies) are all on the home stream
+    OnDevice on;
+    DTMPI_TRY(on.use(d.devices.front()));
+    DTMPI_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(d.packs_done), home_stream(d)));
+    return ok_status();
+  }
   // The bytes must be in place before MPI_Isend reads them: in host memory
   // (staged), or in the device buffer (device path) -- dtmpi orders its GPU
   // work after the legacy default stream only (DTMPI_GPU_ORDER=legacy), and
   // not at all with DTMPI_GPU_ORDER=stream, never after these non-blocking
   // streams, so the packs are waited for here under either setting.
   return sync_all(d);
+}
+
+Result<bool> device_packs_done(DomainImpl& d, bool wait) {
+  const auto done = static_cast<cudaEvent_t>(d.packs_done);
+  if (wait) {
+    DTMPI_CUDA_CHECK(cudaEventSynchronize(done));
+    return true;
+  }
+  const cudaError_t e = cudaEventQuery(done);
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  DTMPI_CUDA_CHECK(e);
+  return true;
 }
 
 Status device_copy_local(DomainImpl& d) {

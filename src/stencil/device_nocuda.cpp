@@ -16,6 +16,7 @@ int current_device() noexcept { return -1; }
 std::vector<int> slot_devices(const DomainImpl& d) { return std::vector<int>(static_cast<size_t>(d.per_rank > 0 ? d.per_rank : 0), -1); }
 uint64_t device_uuid_digest(int) noexcept { return 0; }
 Status device_pack(DomainImpl&) { return no_cuda(); }
+Result<bool> device_packs_done(DomainImpl&, bool) { return no_cuda(); }
 Status device_copy_local(DomainImpl&) { return no_cuda(); }
 Status device_unpack(DomainImpl&) { return no_cuda(); }
 

@@ -389,6 +389,7 @@ ExchangeStats DistributedDomain::stats() const {
   for (const LocalCopy& c : impl_->copies) s.local_bytes += impl_->region_bytes(c.from);
   s.overlap_blocks_per_sm = impl_->overlap_blocks_per_sm;
   s.overlapped_exchanges = impl_->overlapped_exchanges;
+  s.deferred_sends = impl_->deferred_sends;
   return s;
 }
 

@@ -147,6 +147,14 @@ struct DomainImpl {
   bool blocking = false;     // exchange() is running start_exchange(): not overlapped
   bool overlapping = false;  // this round was started by start_exchange() itself
   int64_t overlapped_exchanges = 0;
+  // An overlapped exchange of a device domain on one GPU queues its packs
+  // and returns without waiting for them: they run beside the program's
+  // interior kernel, and the sends go out once they are done (progress(),
+  // finish_exchange()). `packs_done`: the cudaEvent_t recorded after them;
+  // `sends_pending`: this round's sends are not posted yet.
+  void* packs_done = nullptr;
+  bool sends_pending = false;
+  int64_t deferred_sends = 0;  // rounds whose sends waited for packs running beside the program (stats())
 
   ~DomainImpl();
   int64_t region_bytes(const Region& r) const;  // all quantities
@@ -197,7 +205,10 @@ void unpack_peer(DomainImpl& d, const Peer& p, const char* in);
 // device.cu (or device_nocuda.cpp)
 Status device_allocate(DomainImpl& d);
 void device_release(DomainImpl& d) noexcept;
+// (device_pack with d.sends_pending set: queued, the event recorded, not waited for)
 Status device_pack(DomainImpl& d);
+// whether the queued packs are done (wait: until they are)
+Result<bool> device_packs_done(DomainImpl& d, bool wait);
 Status device_copy_local(DomainImpl& d);
 Status device_unpack(DomainImpl& d);
 

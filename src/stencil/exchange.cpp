@@ -97,11 +97,33 @@ bool receive_shared(DomainImpl& d, uint64_t seq) {
   return d.shm_unread.empty();
 }
 
+// Every MPI peer's send, its bytes packed (in host memory where staged).
+void post_sends(DomainImpl& d) {
+  for (size_t i = 0; i < d.peers.size(); ++i) {
+    Peer& p = d.peers[i];
+    if (p.send.empty() || p.shared) continue;
+    int rc = post_send(d, p, &d.requests[d.peers.size() + i]);
+    if (rc != MPI_SUCCESS) fail("MPI_Isend to rank " + std::to_string(p.rank), rc);
+  }
+}
+
+// Deferred sends (domain_impl.hpp): posted once the packs running beside the
+// program are done -- at once if `wait`, else only if they already are.
+void send_when_packed(DomainImpl& d, bool wait) {
+  if (!d.sends_pending) return;
+  auto done = device_packs_done(d, wait);
+  check(done.ok() ? ok_status() : Status(done.error()));
+  if (!done.value()) return;
+  d.sends_pending = false;
+  post_sends(d);
+}
+
 }  // namespace
 
 void settle_requests(DomainImpl& d) noexcept {
   // shared-memory senders waiting for this rank's buffers are let go
   if (d.channels) d.channels->release_senders();
+  d.sends_pending = false;  // never posted: nothing to settle
   for (size_t i = 0; i < d.peers.size(); ++i) {
     if (d.requests[i] == MPI_REQUEST_NULL) continue;
     if (d.device_messages) MPI_Cancel(&d.requests[i]);
@@ -129,13 +151,12 @@ void DistributedDomain::start_exchange() {
     if (rc != MPI_SUCCESS) fail("MPI_Irecv from rank " + std::to_string(p.rank), rc);
   }
   d.in_flight = true;  // from here, requests are out (the destructor settles them if this throws)
+  // an overlapped exchange on one GPU: the packs run beside the program's
+  // interior kernel, the sends wait for them (progress(), finish_exchange())
+  d.sends_pending = overlapped && d.memory == Memory::kDevice && d.packs_done && !d.peers.empty();
+  d.deferred_sends += d.sends_pending ? 1 : 0;
   check(pack_peers(d));
-  for (size_t i = 0; i < d.peers.size(); ++i) {
-    Peer& p = d.peers[i];
-    if (p.send.empty() || p.shared) continue;
-    int rc = post_send(d, p, &d.requests[d.peers.size() + i]);
-    if (rc != MPI_SUCCESS) fail("MPI_Isend to rank " + std::to_string(p.rank), rc);
-  }
+  if (!d.sends_pending) post_sends(d);
   // after the messages, which travel meanwhile (the peers of other nodes,
   // slowest, are issued first as before)
   send_shared(d, seq);
@@ -149,6 +170,7 @@ void DistributedDomain::finish_exchange() {
   // the node's peers first: their bytes are usually there already, and a
   // wait for them moves the messages on (poll)
   for (int spins = 0; !receive_shared(d, d.exchanges);) poll(d, spins);
+  send_when_packed(d, true);
   d.in_flight = false;
   int rc = wait_all(d);
   if (rc != MPI_SUCCESS) fail("MPI_Waitall of the halo messages", rc);
@@ -159,13 +181,14 @@ void DistributedDomain::finish_exchange() {
 bool DistributedDomain::progress() {
   DomainImpl& d = *impl_;
   if (!d.in_flight) throw StencilError("dtmpi::stencil: progress() without start_exchange()");
+  send_when_packed(d, false);
   int done = 0;
   int rc = test_all(d, &done);
   if (rc != MPI_SUCCESS) fail("MPI_Testall of the halo messages", rc);
   // only tested: unpacking here would change ghosts of current() that the
   // program may be reading between the halves
   for (size_t i : d.shm_unread) done = done && NodeChannels::readable(d.peers[i].shm_in, d.exchanges);
-  return done != 0;
+  return done != 0 && !d.sends_pending;
 }
 
 void DistributedDomain::exchange() {

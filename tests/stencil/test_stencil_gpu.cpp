@@ -24,6 +24,7 @@
 #include "runtime/device.hpp"
 #include "runtime/peer_bandwidth.hpp"
 #include "stencil/domain_impl.hpp"
+#include "stencil/gpu_busy.hpp"
 #include "stencil/stencil_check.hpp"
 
 namespace st = dtmpi::stencil;
@@ -328,6 +329,51 @@ TEST(StencilGpuOverlap, NarrowAndFullGridsFillEveryGhost) {
       EXPECT_EQ(d.stats().overlapped_exchanges, 4);
     }
   }
+}
+
+// Deferred sends: an overlapped exchange on one GPU queues its packs and
+// returns; the sends go out once the packs are done. Here a kernel of the
+// program holds every SM for 40 ms from just before start_exchange(), so
+// the packs cannot have run when it returns: a send posted then would carry
+// the previous round's bytes (each round fills other values). Both peer
+// paths, graphs on and off, finish_exchange() directly and after a
+// progress() loop (which must see the sends out and the messages in).
+TEST(StencilGpuOverlap, SendsWaitForPacksBehindTheProgramsKernel) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  cudaStream_t program = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&program, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<st::PeerPath> paths{st::PeerPath::kStaged};
+  if (expect_front()) paths.push_back(st::PeerPath::kDevice);
+  for (const st::PeerPath path : paths) {
+    for (const bool graphs : {false, true}) {
+      SCOPED_TRACE(std::string("peer path ") + st::to_string(path) + (graphs ? ", CUDA graphs" : ""));
+      st::DistributedDomain d(MPI_COMM_WORLD, {12 * size, 14, 10});
+      d.set_radius(2).set_memory(st::Memory::kDevice).set_peer_path(path).set_cuda_graphs(graphs);
+      d.add_quantity<double>("u");
+      d.add_quantity<Odd3>("odd");
+      const std::vector<size_t> esize{8, 3};
+      d.realize();
+      const bool peers = d.stats().peers > 0;
+      for (int round = 0; round < 4; ++round) {
+        stencil_check::fill(d, esize, round, kUpload);
+        ASSERT_EQ(stencil_check::occupy_gpu(40, program), 0);
+        d.start_exchange();
+        if (round % 2 == 1)
+          while (!d.progress()) {
+          }
+        d.finish_exchange();
+        EXPECT_EQ(stencil_check::verify(d, esize, round, {true, true, true}, kDownload), 0) << "round " << round;
+        d.swap();
+      }
+      EXPECT_EQ(d.stats().overlapped_exchanges, 4);
+      EXPECT_EQ(d.stats().deferred_sends, peers ? 4 : 0);
+      ASSERT_EQ(cudaStreamSynchronize(program), cudaSuccess);
+    }
+  }
+  cudaStreamDestroy(program);
 }
 
 // Without a setter, DTMPI_STENCIL_OVERLAP_BLOCKS decides (unset: 1).
