@@ -40,7 +40,8 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  intensity (--flops 0, 256, 1024) and the overlapped launches' grid
                  (DTMPI_STENCIL_OVERLAP_BLOCKS=0: full, 1 block per SM): 1 rank, 1 rank x 2 subdomains,
                  2 ranks sharing GPU 0 (device and staged path), with 2+ GPUs also 2 ranks on 2 GPUs;
-                 file stencil-overlap.txt
+                 file stencil-overlap.txt. --quick: ctest of test_stencil_gpu only (no memcheck), the
+                 2-rank rows only (1 block per SM, --flops 0 and 256)
   coll           dtmpi's collectives on the host's cores (issue 22): builds dtmpi-tune and dtmpi-bench,
                  tunes the full table on all cores (up to 16 ranks, every collective, blocking and 16 in
                  flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
@@ -250,12 +251,17 @@ if [ "$what" = stencil ] || [ "$what" = stencil-overlap ]; then
   step "build the stencil tests and heat3d ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
   cmake --build $build -j "$(nproc)" --target dtmpi dtmpi_plain_name test_stencil_partition test_stencil_exchange test_stencil_errors \
     test_stencil_placement test_stencil_pieces test_stencil_gpu test_stencil_shm test_node_channels heat3d stencil_jacobi dtmpi-bench > "$out/build-stencil.log" 2>&1 || { grep -E "error" -A5 "$out/build-stencil.log" | head -40; exit 1; }
-  step "ctest -L stencil (host and device domains, the solver on CPU and GPU)"
-  (cd $build && timeout 300 ctest -L stencil -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
+  # --quick: only the GPU exchange tests, no memcheck
+  only="-L stencil"
+  [ -n "$quick" ] && only="-R test_stencil_gpu"
+  step "ctest $only (host and device domains, the solver on CPU and GPU)"
+  (cd $build && timeout 300 ctest $only -j 4 --output-on-failure --timeout 200 2>&1 | tee "$out/ctest-stencil.log" \
     | grep -E "Test +#|tests passed|Failed|Skipped|Timeout")
-  step "compute-sanitizer memcheck: test_stencil_gpu on one rank (the pack / unpack / copy kernels)"
-  timeout 240 compute-sanitizer --error-exitcode 1 $build/tests/stencil/test_stencil_gpu 2>&1 \
-    | tee "$out/stencil-memcheck.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" | head -5
+  if [ -z "$quick" ]; then
+    step "compute-sanitizer memcheck: test_stencil_gpu on one rank (the pack / unpack / copy kernels)"
+    timeout 240 compute-sanitizer --error-exitcode 1 $build/tests/stencil/test_stencil_gpu 2>&1 \
+      | tee "$out/stencil-memcheck.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" | head -5
+  fi
 fi
 
 if [ "$what" = stencil-overlap ]; then
@@ -274,13 +280,29 @@ if [ "$what" = stencil-overlap ]; then
       -x CUDA_VISIBLE_DEVICES -n "$n" $pre $build/examples/heat3d $ov "$@" | grep -E "overlap:|FAIL"
   }
   {
+    # --quick: the messages' rows at one block per SM, --flops 0 and 256
+    if [ -n "$quick" ]; then
+      for f in 0 256; do
+        echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=1, 2 ranks on 1 GPU, device path / staged:"
+        heat 2 1 0 preloaded --flops $f --n 512 256 256 --path device
+        heat 2 1 0 --flops $f --n 512 256 256 --path staged
+        if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+          echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=1, 2 ranks on 2 GPUs, device path (twice) / staged:"
+          heat 2 1 0,1 preloaded --flops $f --n 512 256 256 --path device
+          heat 2 1 0,1 preloaded --flops $f --n 512 256 256 --path device
+          heat 2 1 0,1 --flops $f --n 512 256 256 --path staged
+        fi
+      done
+    fi
     for f in 0 256 1024; do
+      [ -n "$quick" ] && break
       for b in 0 1; do
         echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank, 1 subdomain:"
         heat 1 $b 0 --flops $f --n 256 256 256
       done
     done
     for f in 0 256; do
+      [ -n "$quick" ] && break
       for b in 0 1; do
         echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 1 rank x 2 subdomains / 2 ranks on 1 GPU, device path / staged:"
         heat 1 $b 0 --flops $f --n 512 256 256 --per-rank 2
@@ -291,7 +313,7 @@ if [ "$what" = stencil-overlap ]; then
     # with 2+ GPUs: 2 ranks, each on its own GPU -- the exchange crosses the
     # GPU link (CUDA IPC on the device path), which the interior's memory
     # traffic does not use; each row twice (the runs vary by several points)
-    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    if [ -z "$quick" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
       for f in 0 256; do
         for b in 0 1; do
           echo "heat3d: --flops $f, DTMPI_STENCIL_OVERLAP_BLOCKS=$b, 2 ranks on 2 GPUs, device path (twice) / staged:"

@@ -191,8 +191,9 @@ struct ExchangeStats {
   int overlap_blocks_per_sm = 0;
   int64_t overlapped_exchanges = 0;
   // Of those, the ones whose packs ran beside the program (a device domain
-  // on one GPU with MPI peers): start_exchange() queued them and returned,
-  // and the sends went out once they were done (progress(), finish_exchange()).
+  // on one GPU with MPI peers, device path): start_exchange() queued them and
+  // returned, and the sends went out once they were done (progress(),
+  // finish_exchange()).
   int64_t deferred_sends = 0;
 };
 

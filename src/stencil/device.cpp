@@ -458,7 +458,7 @@ Status device_pack(DomainImpl& d) {
   if (!d.peers.empty()) {
     DTMPI_TRY(replay(d, kPacks, [&] { return record_pack(d); }));
   }
-  if (d.sends_pending) {  // one GPU: the packs (and staged copies) are all on the home stream
+  if (d.sends_pending) {  // one GPU, device path: the packs are all on the home stream
     OnDevice on;
     DTMPI_TRY(on.use(d.devices.front()));
     DTMPI_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(d.packs_done), home_stream(d)));

@@ -147,8 +147,9 @@ struct DomainImpl {
   bool blocking = false;     // exchange() is running start_exchange(): not overlapped
   bool overlapping = false;  // this round was started by start_exchange() itself
   int64_t overlapped_exchanges = 0;
-  // An overlapped exchange of a device domain on one GPU queues its packs
-  // and returns without waiting for them: they run beside the program's
+  // An overlapped exchange of a device domain on one GPU, device path
+  // (exchange.cpp says why not staged), queues its packs and returns without
+  // waiting for them: they run beside the program's
   // interior kernel, and the sends go out once they are done (progress(),
   // finish_exchange()). `packs_done`: the cudaEvent_t recorded after them;
   // `sends_pending`: this round's sends are not posted yet.

@@ -151,9 +151,16 @@ void DistributedDomain::start_exchange() {
     if (rc != MPI_SUCCESS) fail("MPI_Irecv from rank " + std::to_string(p.rank), rc);
   }
   d.in_flight = true;  // from here, requests are out (the destructor settles them if this throws)
-  // an overlapped exchange on one GPU: the packs run beside the program's
-  // interior kernel, the sends wait for them (progress(), finish_exchange())
-  d.sends_pending = overlapped && d.memory == Memory::kDevice && d.packs_done && !d.peers.empty();
+  // an overlapped exchange on one GPU, device path: the packs run beside the
+  // program's interior kernel, the sends wait for them (progress(),
+  // finish_exchange()). Not on the staged path: its messages are host copies
+  // by the MPI, which then start only once the GPU has run the packs and
+  // their copy to the host -- with ranks sharing a GPU, after the other
+  // rank's time slice: measured slower (2 ranks on one H200: 43-56% of the
+  // exchange hidden instead of 70-87%), where the device path went from
+  // 61% to 83% (bench/results/stencil-overlap-2xh200-2026-11-28.txt)
+  d.sends_pending = overlapped && d.memory == Memory::kDevice && d.device_messages && d.packs_done &&
+                    !d.peers.empty();
   d.deferred_sends += d.sends_pending ? 1 : 0;
   check(pack_peers(d));
   if (!d.sends_pending) post_sends(d);
