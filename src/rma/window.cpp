@@ -229,7 +229,12 @@ Result<bool> serve_dynamic(MPI_Comm comm) {
 
 Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor flavor, MPI_Win* win) {
   if (size < 0 || disp_unit <= 0) return Error{MPI_ERR_ARG, "MPI_Win_create: negative size or disp_unit < 1"};
-  RmaLock lock;
+  // Not under the one-sided lock until the window is registered: the setup
+  // is collective (a split, allgathers) and waits for every rank to arrive,
+  // while the window is this thread's alone. Held through it, the lock kept
+  // the progress thread (and every other thread's one-sided calls) from the
+  // windows that exist -- a peer taking values from one of them before
+  // joining this creation waited for ever (rma_passive_progress).
   auto w = std::make_unique<Window>();
   w->flavor = flavor;
   w->flavor_attr = static_cast<int>(flavor);
@@ -246,6 +251,7 @@ Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor fl
   }
   DTMPI_LOG(kDebug, "MPI_Win_create: dtmpi serves a window of %lld bytes (%s memory) over %d ranks",
             static_cast<long long>(size), runtime::kind_name(w->info.kind), w->size);
+  RmaLock lock;  // progress() walks the window list under it
   *win = register_window(std::move(w));
   return ok_status();
 }
@@ -289,18 +295,25 @@ Status detach(Window& w, const void* base) {
 Status free_window(MPI_Win* win) {
   Window* w = find(*win);
   if (!w) return Error{MPI_ERR_WIN, "MPI_Win_free: not a window of dtmpi's"};
-  RmaLock lock;
-  // MPI_Win_free synchronizes like a fence would: nobody frees memory a peer
-  // is still reading or writing (every rank's requests to it are handled)
-  for (int t = 0; t < w->size; ++t)
-    if (w->peers[static_cast<size_t>(t)].lock_type != 0)
-      return Error{MPI_ERR_RMA_SYNC, "MPI_Win_free with a lock still held"};
-  DTMPI_TRY(fence_sync(*w));
+  {
+    RmaLock lock;
+    // MPI_Win_free synchronizes like a fence would: nobody frees memory a peer
+    // is still reading or writing (every rank's requests to it are handled)
+    for (int t = 0; t < w->size; ++t)
+      if (w->peers[static_cast<size_t>(t)].lock_type != 0)
+        return Error{MPI_ERR_RMA_SYNC, "MPI_Win_free with a lock still held"};
+    DTMPI_TRY(fence_sync(*w));
+  }
+  // the attributes' delete callbacks are the program's code (they may wait
+  // for its other threads, which may need the lock): run without it; the
+  // window is the freeing thread's now (another thread's call on it would be
+  // erroneous), the progress of its peers' last requests goes on meanwhile
   for (auto it = w->attributes.begin(); it != w->attributes.end();) {
     const int keyval = it->first;
     ++it;
     DTMPI_TRY(delete_attr(*w, keyval));
   }
+  RmaLock lock;
   wait_until([&] { return w->outgoing.empty(); });
   REAL(MPI_Comm_free)(&w->comm);
   REAL(MPI_Comm_free)(&w->errhandler_holder);
