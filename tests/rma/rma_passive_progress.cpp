@@ -15,17 +15,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "thread_multiple.hpp"
+
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  init_thread_multiple_or_skip(&argc, &argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (provided != MPI_THREAD_MULTIPLE) {
-    if (rank == 0) std::printf("MPI_THREAD_MULTIPLE not provided: skipped\n");
-    MPI_Finalize();
-    return 77;
-  }
   long* counter = nullptr;
   MPI_Win win;
   MPI_Win_allocate(rank == 0 ? sizeof(long) : 0, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &counter, &win);

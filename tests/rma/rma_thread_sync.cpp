@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "thread_multiple.hpp"
+
 namespace {
 
 constexpr int kThreads = 4;
@@ -47,16 +49,10 @@ void run(PerThread& t, int id, int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  init_thread_multiple_or_skip(&argc, &argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (provided != MPI_THREAD_MULTIPLE) {
-    if (rank == 0) std::printf("MPI_THREAD_MULTIPLE not provided: skipped\n");
-    MPI_Finalize();
-    return 77;
-  }
   std::vector<PerThread> per(kThreads);
   for (PerThread& t : per)
     MPI_Win_allocate(kCount * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &t.mem, &t.win);
