@@ -330,7 +330,8 @@ void progress_window(Window& w) {
         Status s = unpack_any(*r.plan, r.count, r.bytes.data(), r.user, r.user_info);
         if (!s) defer(w, s.error());
       }
-      p.replies_done = r.seq;
+      // released: an MPI_R* request's step reads it without the lock (reply_done)
+      std::atomic_ref<uint64_t>(p.replies_done).store(r.seq, std::memory_order_release);
       p.replies.pop_front();
     }
   }

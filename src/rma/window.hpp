@@ -274,8 +274,12 @@ Status send_control(Window& w, int target, Kind kind, int32_t lock_type = 0);
 Status take_deferred(Window& w);
 // Posts the receive of the next reply from `target` (bytes long); returns its sequence number.
 Result<uint64_t> expect_reply(Window& w, int target, PendingReply r, int64_t bytes);
+// Read without the one-sided lock by a request's step (rma/ops.cpp), so as
+// an atomic (acquire: the reply's bytes were unpacked before the release
+// store of progress_window)
 inline bool reply_done(const Window& w, int target, uint64_t seq) {
-  return w.peers[static_cast<size_t>(target)].replies_done >= seq;
+  auto& done = const_cast<uint64_t&>(w.peers[static_cast<size_t>(target)].replies_done);
+  return std::atomic_ref<uint64_t>(done).load(std::memory_order_acquire) >= seq;
 }
 
 }  // namespace dtmpi::rma

@@ -478,11 +478,10 @@ Result<bool> device_packs_done(DomainImpl& d, bool wait) {
     DTMPI_CUDA_CHECK(cudaEventSynchronize(done));
     return true;
   }
+  // NotReady is an answer, not an error: nothing to clear (a launch error the
+  // program has pending from its own kernels stays its to read)
   const cudaError_t e = cudaEventQuery(done);
-  if (e == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
+  if (e == cudaErrorNotReady) return false;
   DTMPI_CUDA_CHECK(e);
   return true;
 }

@@ -123,7 +123,17 @@ void send_when_packed(DomainImpl& d, bool wait) {
 void settle_requests(DomainImpl& d) noexcept {
   // shared-memory senders waiting for this rank's buffers are let go
   if (d.channels) d.channels->release_senders();
-  d.sends_pending = false;  // never posted: nothing to settle
+  // deferred sends not posted yet go out as they would have (a peer may be
+  // waiting for them in its own finish_exchange()), once their packs are done
+  if (d.sends_pending) {
+    d.sends_pending = false;
+    auto packed = device_packs_done(d, true);
+    if (packed.ok())
+      for (size_t i = 0; i < d.peers.size(); ++i) {
+        Peer& p = d.peers[i];
+        if (!p.send.empty() && !p.shared) post_send(d, p, &d.requests[d.peers.size() + i]);
+      }
+  }
   for (size_t i = 0; i < d.peers.size(); ++i) {
     if (d.requests[i] == MPI_REQUEST_NULL) continue;
     if (d.device_messages) MPI_Cancel(&d.requests[i]);
@@ -162,7 +172,10 @@ void DistributedDomain::start_exchange() {
   d.sends_pending = overlapped && d.memory == Memory::kDevice && d.device_messages && d.packs_done &&
                     !d.peers.empty();
   d.deferred_sends += d.sends_pending ? 1 : 0;
-  check(pack_peers(d));
+  if (Status packed = pack_peers(d); !packed) {
+    d.sends_pending = false;  // the packs' event was never recorded: nothing to send
+    check(packed);
+  }
   if (!d.sends_pending) post_sends(d);
   // after the messages, which travel meanwhile (the peers of other nodes,
   // slowest, are issued first as before)

@@ -27,9 +27,11 @@ int occupy_gpu(double ms, void* stream) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device);
   if (e != cudaSuccess) return static_cast<int>(e);
-  // blocks of 1024 threads filling every SM's thread slots, all resident at once
-  const int blocks = sms * (threads / 1024 > 0 ? threads / 1024 : 1);
-  hold<<<blocks, 1024, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned long long>(ms * 1e6));
+  // blocks of 256 threads filling every SM's thread slots (2048 on H100 /
+  // H200, 1536 on others: both multiples of 256), all resident at once
+  constexpr int kBlock = 256;
+  const int blocks = sms * (threads / kBlock > 0 ? threads / kBlock : 1);
+  hold<<<blocks, kBlock, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned long long>(ms * 1e6));
   return static_cast<int>(cudaGetLastError());
 }
 
