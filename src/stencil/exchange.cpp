@@ -166,9 +166,9 @@ void DistributedDomain::start_exchange() {
   // finish_exchange()). Not on the staged path: its messages are host copies
   // by the MPI, which then start only once the GPU has run the packs and
   // their copy to the host -- with ranks sharing a GPU, after the other
-  // rank's time slice: measured slower (2 ranks on one H200: 43-56% of the
-  // exchange hidden instead of 70-87%), where the device path went from
-  // 61% to 83% (bench/results/stencil-overlap-2xh200-2026-11-28.txt)
+  // rank's time slice: measured slower (2 ranks sharing an H200: 35-56% of
+  // the exchange hidden deferred, 51-81% not), where the device path went
+  // from 61% to 83% (bench/results/stencil-overlap-2xh200-2026-11-28.txt)
   d.sends_pending = overlapped && d.memory == Memory::kDevice && d.device_messages && d.packs_done &&
                     !d.peers.empty();
   d.deferred_sends += d.sends_pending ? 1 : 0;
