@@ -149,9 +149,8 @@ struct DomainImpl {
   int64_t overlapped_exchanges = 0;
   // An overlapped exchange of a device domain on one GPU, device path
   // (exchange.cpp says why not staged), queues its packs and returns without
-  // waiting for them: they run beside the program's
-  // interior kernel, and the sends go out once they are done (progress(),
-  // finish_exchange()). `packs_done`: the cudaEvent_t recorded after them;
+  // waiting for them: they run beside the program's interior kernel, and the
+  // sends go out once they are done (progress(), finish_exchange()). `packs_done`: the cudaEvent_t recorded after them;
   // `sends_pending`: this round's sends are not posted yet.
   void* packs_done = nullptr;
   bool sends_pending = false;

@@ -97,13 +97,14 @@ bool receive_shared(DomainImpl& d, uint64_t seq) {
   return d.shm_unread.empty();
 }
 
-// Every MPI peer's send, its bytes packed (in host memory where staged).
-void post_sends(DomainImpl& d) {
+// Every MPI peer's send, its bytes packed (in host memory where staged);
+// throwing: the first failure raised, else each failure ignored (settling).
+void post_sends(DomainImpl& d, bool throwing = true) {
   for (size_t i = 0; i < d.peers.size(); ++i) {
     Peer& p = d.peers[i];
     if (p.send.empty() || p.shared) continue;
     int rc = post_send(d, p, &d.requests[d.peers.size() + i]);
-    if (rc != MPI_SUCCESS) fail("MPI_Isend to rank " + std::to_string(p.rank), rc);
+    if (rc != MPI_SUCCESS && throwing) fail("MPI_Isend to rank " + std::to_string(p.rank), rc);
   }
 }
 
@@ -127,12 +128,7 @@ void settle_requests(DomainImpl& d) noexcept {
   // waiting for them in its own finish_exchange()), once their packs are done
   if (d.sends_pending) {
     d.sends_pending = false;
-    auto packed = device_packs_done(d, true);
-    if (packed.ok())
-      for (size_t i = 0; i < d.peers.size(); ++i) {
-        Peer& p = d.peers[i];
-        if (!p.send.empty() && !p.shared) post_send(d, p, &d.requests[d.peers.size() + i]);
-      }
+    if (device_packs_done(d, true).ok()) post_sends(d, false);
   }
   for (size_t i = 0; i < d.peers.size(); ++i) {
     if (d.requests[i] == MPI_REQUEST_NULL) continue;
