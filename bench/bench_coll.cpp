@@ -96,7 +96,7 @@ const std::vector<OpCase>& op_cases() {
 }
 
 // The system MPI's call of `kind` (root 0, MPI_SUM on doubles).
-void system_call(CollOpKind kind, const double* in, double* out, int count) {
+void system_call(CollOpKind kind, const void* in, double* out, int count) {
   coll::system_collective(kind, in, out, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 }
 
@@ -129,10 +129,11 @@ std::vector<double> time_all(const std::vector<std::function<void()>>& calls, in
 }  // namespace
 
 int bench_coll(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, in_place = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--in-place") == 0) in_place = true;
     if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) only = argv[++i];
   }
   int me = 0, n = 0;
@@ -145,12 +146,13 @@ int bench_coll(int argc, char** argv) {
   if (me == 0)
     std::printf("collectives on %d ranks, us per call (back-to-back blocking calls, the slowest rank, median of "
                 "%d samples); ratio = system / variant (> 1: faster than the system MPI); again = the system's call "
-                "timed a second time in the same samples (its spread is the cell's noise)\n",
-                n, samples);
+                "timed a second time in the same samples (its spread is the cell's noise)%s\n",
+                n, samples, in_place ? "; every call MPI_IN_PLACE (its input in the result buffer)" : "");
   int cells = 0, faster = 0, slower = 0;
   std::string slower_cells;
   for (const OpCase& oc : op_cases()) {
     if (!only.empty() && only != oc.name) continue;
+    if (in_place && !coll::in_place_keyed(oc.kind)) continue;
     if (me == 0) {
       std::printf("\n%-9s %8s %9s", oc.name, "bytes", "system");
       for (const auto& v : oc.variants) std::printf(" %9s %6s", v.name, "ratio");
@@ -160,20 +162,26 @@ int bench_coll(int argc, char** argv) {
       if (oc.kind == CollOpKind::kBarrier && bytes > 8) break;
       const int count = static_cast<int>(bytes / 8);
       const CollOpKind kind = oc.kind;
+      // in place, each call's input is what the one before left in `out`
+      // (the values change from call to call, the time does not)
+      const void* input = in_place ? MPI_IN_PLACE : static_cast<const void*>(in.data());
       std::vector<std::function<void()>> calls;
-      calls.push_back([&, kind, count] { system_call(kind, in.data(), out.data(), count); });
-      auto forced = [&, kind, count](Algorithm a) {
-        return [&, kind, count, a] {
-          auto r = coll::run_forced(kind, a, in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-          if (!r || !r.value()) system_call(kind, in.data(), out.data(), count);
+      calls.push_back([&, kind, count, input] { system_call(kind, input, out.data(), count); });
+      auto forced = [&, kind, count, input](Algorithm a) {
+        return [&, kind, count, input, a] {
+          auto r = coll::run_forced(kind, a, input, out.data(), count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+          if (!r || !r.value()) system_call(kind, input, out.data(), count);
         };
       };
       for (const auto& v : oc.variants) calls.push_back(forced(v.alg));
       // "tuned": DTMPI_COLL's choice where it is set (=tuned: dtmpi-tune's
-      // table, read at MPI_Init), the built-in one otherwise
-      const Algorithm pick = coll::enabled() ? coll::choice(kind, n, bytes) : coll::select_builtin(kind, n, bytes);
+      // table, read at MPI_Init), the built-in one otherwise; in place, the
+      // table's in-place entries (these operations agree on nothing first)
+      const Algorithm pick = !coll::enabled() ? coll::select_builtin(kind, n, bytes)
+                             : in_place       ? coll::select(kind, n, bytes, false, true)
+                                              : coll::choice(kind, n, bytes);
       calls.push_back(pick == Algorithm::kSystem
-                          ? std::function<void()>([&, kind, count] { system_call(kind, in.data(), out.data(), count); })
+                          ? std::function<void()>([&, kind, count, input] { system_call(kind, input, out.data(), count); })
                           : std::function<void()>(forced(pick)));
       const int iters = static_cast<int>(std::clamp<int64_t>((quick ? 1 : 4) * 2000000 / (bytes + 4000), 10, 2000));
       // the system's call again, halfway round the order from the first

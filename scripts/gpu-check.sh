@@ -47,6 +47,7 @@ STEP, writing logs and tables to $OUT (or ./gpu-out). STEP is one of
                  flight), the exhaustive search on 4 ranks (claim C17), dtmpi-bench protocols on 4 ranks
                  (claims C3, C4), then dtmpi-bench coll at 2, 4,
                  8 and 16 ranks with DTMPI_COLL=tuned reading that table (its quick form: 8 B-64 KiB;
+                 and its --in-place form on all ranks;
                  the tuner's log has every size to 16 MiB beside the system MPI's time)
   coll-mpich     the same suite under MPICH 4.0.2 (Debian's, with dtmpi-tune and dtmpi-bench built
                  against it): needs build-mpich-bundle/ from scripts/mpich-bundle.sh, carried along;
@@ -135,6 +136,9 @@ coll_suite() {
     DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 "$@" $n \
       "$bin/dtmpi-bench" coll --quick 2>&1 | tee -a "$out/coll$tag-bench.txt" | grep -E "^summary"
   done
+  step "dtmpi-bench coll --in-place on $ranks ranks (tuned = the table's in-place entries)" | tee -a "$out/coll$tag-bench.txt"
+  DTMPI_COLL=tuned DTMPI_COLL_TABLE="$table" timeout 240 "$@" $ranks \
+    "$bin/dtmpi-bench" coll --quick --in-place 2>&1 | tee -a "$out/coll$tag-bench.txt" | grep -E "^summary"
 }
 
 if [ "$what" = coll ]; then

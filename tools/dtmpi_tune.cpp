@@ -43,6 +43,7 @@ const std::vector<dtmpi::tools::Option> kOptions = {
                       "scatter, alltoall, reduce_scatter_block, scan, exscan, allgatherv, gatherv, scatterv, alltoallv, "
                       "reduce_scatter; default: all)"},
     {"--blocking-only", nullptr, "skip the \"many in flight\" cells (16 MPI_I* calls started, then completed together)"},
+    {"--no-in-place", nullptr, "skip the MPI_IN_PLACE cells of Allreduce, Allgather(v), Alltoall and Reduce_scatter(_block)"},
     {"--time-limit", "SECONDS", "stop measuring after this long and write the cells measured so far"},
     {"--out", "FILE", "the table to write (default: DTMPI_COLL_TABLE, else <DTMPI_CACHE_DIR>/coll-<host>.json)"},
 };
@@ -57,7 +58,9 @@ void usage(FILE* f) {
                "2, 4, ... up to N ranks, times the system MPI's own collective and the candidates dtmpi's LogGP\n"
                "models rank best, and writes the fastest per cell to the table DTMPI_COLL=tuned reads. A dtmpi\n"
                "algorithm is chosen only where it measured at least 3%% faster than the system MPI. Each size up to\n"
-               "1 MiB is also measured with 16 non-blocking calls in flight (the entries MPI_I* calls use).\n"
+               "1 MiB is also measured with 16 non-blocking calls in flight (the entries MPI_I* calls use), and the\n"
+               "operations whose MPI_IN_PLACE form every rank passes or none (Allreduce, Allgather(v), Alltoall,\n"
+               "Reduce_scatter(_block)) also in place (the entries such calls use).\n"
                "Progress and the estimated time left go to stderr.\n\noptions:\n");
   dtmpi::tools::print_options(f, kOptions);
   std::fprintf(f, "  --help                 this text\n");
@@ -66,7 +69,7 @@ void usage(FILE* f) {
 int g_rank = 0;
 
 // The system MPI's `op` on `comm` (root 0, MPI_SUM on doubles); with `r`, started.
-void system_call(CollOpKind op, const double* in, double* out, int count, MPI_Comm comm, MPI_Request* r = nullptr) {
+void system_call(CollOpKind op, const void* in, double* out, int count, MPI_Comm comm, MPI_Request* r = nullptr) {
   coll::system_collective(op, in, out, count, MPI_DOUBLE, MPI_SUM, 0, comm, r);
 }
 
@@ -173,6 +176,7 @@ struct Cell {
   int ranks;
   int64_t bytes;
   bool in_flight;
+  bool in_place;  // MPI_IN_PLACE: the input in the result buffer
 };
 
 std::string human(int64_t b) {
@@ -189,7 +193,7 @@ int main(int argc, char** argv) {
   dtmpi::tools::Args args;
   if (int rc = dtmpi::tools::parse("dtmpi-tune", argc, argv, 1, kOptions, usage, args); rc >= 0) return rc;
   const bool quick = args.has("--quick"), exhaustive = args.has("--exhaustive"),
-             blocking_only = args.has("--blocking-only");
+             blocking_only = args.has("--blocking-only"), no_in_place = args.has("--no-in-place");
   const int64_t max_bytes = std::strtoll(args.get("--max-bytes", quick ? "1048576" : "16777216"), nullptr, 10);
   // two: with up to five algorithms per operation, the model's first choice
   // alone landed within 10% of the best in 75 of 102 cells on the H100 host
@@ -251,11 +255,14 @@ int main(int argc, char** argv) {
       if (!wanted[static_cast<size_t>(o)]) continue;
       const int blocks = coll::moves_blocks_per_rank(op) ? m : 1;
       for (int64_t b = 8; b <= max_bytes && b * blocks <= kMaxSide; b *= quick ? 16 : 4) {
-        cells.push_back({op, m, b, false});
-        // many in flight: 16 buffers of at most 1 MiB each
-        if (!blocking_only && op != CollOpKind::kBarrier && coll::serves_nonblocking(op) &&
-            b * blocks <= kMaxInFlightSide)
-          cells.push_back({op, m, b, true});
+        for (const bool in_place : {false, true}) {
+          if (in_place && (no_in_place || !coll::in_place_keyed(op))) continue;
+          cells.push_back({op, m, b, false, in_place});
+          // many in flight: 16 buffers of at most 1 MiB each
+          if (!blocking_only && op != CollOpKind::kBarrier && coll::serves_nonblocking(op) &&
+              b * blocks <= kMaxInFlightSide)
+            cells.push_back({op, m, b, true, in_place});
+        }
         if (op == CollOpKind::kBarrier) break;
       }
     }
@@ -275,36 +282,39 @@ int main(int argc, char** argv) {
     MPI_Comm comm = MPI_COMM_NULL;
     PMPI_Comm_split(MPI_COMM_WORLD, g_rank < c.ranks ? 0 : MPI_UNDEFINED, g_rank, &comm);
     coll::TuningEntry e;
-    e.key = {c.op, c.bytes, c.ranks, c.ranks, false, false, c.in_flight};
+    e.key = {c.op, c.bytes, c.ranks, c.ranks, false, c.in_place, c.in_flight};
     if (comm != MPI_COMM_NULL) {
       const int count = static_cast<int>(c.bytes / 8);
+      // in place, every call reads its input from the result buffer (its
+      // values change from call to call: the time does not)
+      const void* input = c.in_place ? MPI_IN_PLACE : static_cast<const void*>(in.data());
       std::vector<Algorithm> candidates = coll::ranked(table.loggp, c.op, c.ranks, c.bytes);
       possible += candidates.size() + 1;
       const Algorithm model_pick = candidates.empty() ? Algorithm::kSystem : candidates.front();
       if (!exhaustive && candidates.size() > static_cast<size_t>(top)) candidates.resize(static_cast<size_t>(top));
       std::vector<std::function<void()>> calls;
       if (!c.in_flight) {
-        calls.push_back([&, count, comm] { system_call(c.op, in.data(), res.data(), count, comm); });
+        calls.push_back([&, count, comm, input] { system_call(c.op, input, res.data(), count, comm); });
         for (Algorithm a : candidates)
-          calls.push_back([&, count, comm, a] {
-            auto r = coll::run_forced(c.op, a, in.data(), res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
-            if (!r || !r.value()) system_call(c.op, in.data(), res.data(), count, comm);
+          calls.push_back([&, count, comm, a, input] {
+            auto r = coll::run_forced(c.op, a, input, res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
+            if (!r || !r.value()) system_call(c.op, input, res.data(), count, comm);
           });
       } else {
         // kInFlight started back to back, then completed together; a call's
         // time is a kInFlight-th of the whole
-        calls.push_back([&, count, comm] {
-          for (int i = 0; i < kInFlight; ++i) system_call(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
+        calls.push_back([&, count, comm, input] {
+          for (int i = 0; i < kInFlight; ++i) system_call(c.op, input, many[i].data(), count, comm, &reqs[i]);
           PMPI_Waitall(kInFlight, reqs.data(), MPI_STATUSES_IGNORE);
         });
         for (Algorithm a : candidates) {
           // a blocking call first: the communicator's state (non-blocking calls never create it)
-          (void)coll::run_forced(c.op, a, in.data(), res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
-          calls.push_back([&, count, comm, a] {
+          (void)coll::run_forced(c.op, a, input, res.data(), count, MPI_DOUBLE, MPI_SUM, 0, comm);
+          calls.push_back([&, count, comm, a, input] {
             for (int i = 0; i < kInFlight; ++i) {
-              auto r = coll::run_forced(c.op, a, in.data(), many[i].data(), count, MPI_DOUBLE, MPI_SUM, 0, comm,
+              auto r = coll::run_forced(c.op, a, input, many[i].data(), count, MPI_DOUBLE, MPI_SUM, 0, comm,
                                         &reqs[i]);
-              if (!r || !r.value()) system_call(c.op, in.data(), many[i].data(), count, comm, &reqs[i]);
+              if (!r || !r.value()) system_call(c.op, input, many[i].data(), count, comm, &reqs[i]);
             }
             complete_all(reqs);
           });
@@ -357,9 +367,9 @@ int main(int argc, char** argv) {
     ++done;
     if (g_rank == 0) {
       const double el = PMPI_Wtime() - start, left = el / static_cast<double>(done) * static_cast<double>(cells.size() - done);
-      std::fprintf(stderr, "[%zu/%zu] %-9s %8s on %2d ranks%s: %-13s %9.2f us (system %9.2f)  %.0f s elapsed, ~%.0f s left\n",
+      std::fprintf(stderr, "[%zu/%zu] %-9s %8s on %2d ranks%s%s: %-13s %9.2f us (system %9.2f)  %.0f s elapsed, ~%.0f s left\n",
                    done, cells.size(), coll::op_name(c.op), human(c.bytes).c_str(), c.ranks,
-                   c.in_flight ? ", 16 in flight" : "",
+                   c.in_place ? ", in place" : "", c.in_flight ? ", 16 in flight" : "",
                    coll::algorithm_name(e.algorithm), e.us, e.system_us, el, left);
     }
   }

@@ -45,8 +45,8 @@ Result<bool> may_serve(MPI_Comm comm, MPI_Request* req) {
 }
 
 Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
-                                           Algorithm& a) {
-  a = block > 0 ? select(kind, size_of(comm), block, req != nullptr) : Algorithm::kSystem;
+                                           Algorithm& a, bool in_place) {
+  a = block > 0 ? select(kind, size_of(comm), block, req != nullptr, in_place) : Algorithm::kSystem;
   if (a == Algorithm::kSystem) return std::shared_ptr<CommState>();
   return usable(comm, !req);
 }
@@ -144,7 +144,8 @@ Result<bool> allreduce(const void* sb, void* rb, int count, MPI_Datatype type, M
   if (count <= 0 || !valid(comm, type, 0) || !rb) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
-  const Algorithm a = select(CollOpKind::kAllreduce, size_of(comm), count * r.elem, req != nullptr);
+  const Algorithm a =
+      select(CollOpKind::kAllreduce, size_of(comm), count * r.elem, req != nullptr, sb == MPI_IN_PLACE);
   if (a == Algorithm::kSystem) return false;
   auto st = usable_or_hierarchy(comm, !req);
   if (!st) return st.error();

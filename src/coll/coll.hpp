@@ -37,8 +37,16 @@ enum class CollOpKind {
 // The algorithm DTMPI_COLL selects for `op` on `n` ranks and `bytes` bytes
 // (kSystem: the system MPI's). "tuned" is the built-in choice (select.cpp).
 // `nonblocking`: an MPI_I* call (dtmpi-tune's table has "many in flight"
-// entries for them).
-Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking = false);
+// entries for them). `in_place`: the call passed MPI_IN_PLACE -- looked up
+// by that only for the operations in_place_keyed() names.
+Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking = false, bool in_place = false);
+// Whether dtmpi-tune's table keys `op` by MPI_IN_PLACE: only the operations
+// whose in-place form the standard requires on all ranks or none (Allreduce,
+// Allgather(v), Alltoall, Reduce_scatter(_block)), since every rank must
+// choose the same algorithm. Not the rooted ones (MPI_IN_PLACE at the root
+// only) nor Scan/Exscan (per rank); nor Alltoallv/w, which agree on their
+// largest block first and look up without it.
+bool in_place_keyed(CollOpKind op);
 // The built-in choice ("tuned" without a table).
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);
 // Whether DTMPI_COLL names any algorithm of dtmpi's (one relaxed load).

@@ -27,7 +27,7 @@ Result<bool> allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
   if (!valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL)) return false;
   const int64_t block = in_place ? bytes_of(rc, rt) : bytes_of(sc, st);
   Algorithm a{};
-  auto state = serving(CollOpKind::kAllgather, comm, block, req, a);
+  auto state = serving(CollOpKind::kAllgather, comm, block, req, a, in_place);
   if (!state) return state.error();
   if (!state.value()) return false;
   const int n = state.value()->size, me = state.value()->rank;
@@ -47,7 +47,7 @@ namespace {
 Result<bool> aggregated_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                  MPI_Comm comm, int64_t block) {
   const bool in_place = sb == MPI_IN_PLACE;
-  if (select(CollOpKind::kAlltoall, size_of(comm), block, false) == Algorithm::kSystem) return false;
+  if (select(CollOpKind::kAlltoall, size_of(comm), block, false, in_place) == Algorithm::kSystem) return false;
   auto state = usable_or_hierarchy(comm, true);
   if (!state) return state.error();
   if (!state.value() || state.value()->seg || !state.value()->hier) return false;
@@ -80,7 +80,7 @@ Result<bool> alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
     if (!aggregated || aggregated.value()) return aggregated;
   }
   Algorithm a{};
-  auto state = serving(CollOpKind::kAlltoall, comm, block, req, a);
+  auto state = serving(CollOpKind::kAlltoall, comm, block, req, a, in_place);
   if (!state) return state.error();
   if (!state.value()) return false;
   const int n = state.value()->size;
@@ -141,7 +141,7 @@ Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datat
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   Algorithm a{};
-  auto state = serving(CollOpKind::kReduceScatterBlock, comm, count * r.elem, req, a);
+  auto state = serving(CollOpKind::kReduceScatterBlock, comm, count * r.elem, req, a, sb == MPI_IN_PLACE);
   if (!state) return state.error();
   if (!state.value()) return false;
   return start(make_reduce_scatter_block(std::move(state.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, count, r),
@@ -159,7 +159,7 @@ Result<bool> reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Dat
   int64_t largest = 0;
   for (int64_t c : elems) largest = std::max(largest, c);
   Algorithm a{};
-  auto state = serving(CollOpKind::kReduceScatter, comm, largest * r.elem, req, a);
+  auto state = serving(CollOpKind::kReduceScatter, comm, largest * r.elem, req, a, sb == MPI_IN_PLACE);
   if (!state) return state.error();
   if (!state.value()) return false;
   return start(make_reduce_scatter(std::move(state.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, std::move(elems), r),
@@ -186,8 +186,12 @@ Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommSta
   if (!contiguous(count, type)) return false;
   const int64_t block = bytes_of(count, type);
   const bool is_root = st->rank == root;
-  const char* s = static_cast<const char*>(sb);
   char* r = static_cast<char*>(rb);
+  // MPI_IN_PLACE as the entries read it: the rank's own block of the receive
+  // side (Allgather), the receive side itself (the others)
+  const bool in_place = sb == MPI_IN_PLACE;
+  const char* s = !in_place ? static_cast<const char*>(sb) : op == CollOpKind::kAllgather ? r + st->rank * block : r;
+  sb = s;
   Reducer red{};
   switch (op) {
     case CollOpKind::kAllgather:

@@ -204,7 +204,7 @@ Result<bool> allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const
   if (!valid(comm, rt, 0) || (!in_place && st == MPI_DATATYPE_NULL) || !rc || !rd) return false;
   const int n = size_of(comm);
   Algorithm a{};
-  auto state = serving(CollOpKind::kAllgatherv, comm, largest_of(n, rc, rt), req, a);
+  auto state = serving(CollOpKind::kAllgatherv, comm, largest_of(n, rc, rt), req, a, in_place);
   if (!state) return state.error();
   if (!state.value()) return false;
   const int me = state.value()->rank;
@@ -433,8 +433,11 @@ Result<bool> run_forced_v(CollOpKind op, Algorithm a, std::shared_ptr<CommState>
   VLayout v;
   v.own = block;
   const bool is_root = st->rank == root;
-  const char* s = static_cast<const char*>(sb);
   char* r = static_cast<char*>(rb);
+  // MPI_IN_PLACE (Allgatherv, Alltoallv): the own block of the receive side, or all of it
+  const char* s = sb != MPI_IN_PLACE ? static_cast<const char*>(sb)
+                  : op == CollOpKind::kAllgatherv ? r + st->rank * block
+                                                  : r;
   switch (op) {
     case CollOpKind::kAllgatherv: v.recvs = all; break;
     case CollOpKind::kGatherv: if (is_root) v.recvs = all; break;

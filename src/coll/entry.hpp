@@ -28,9 +28,10 @@ Result<std::shared_ptr<CommState>> usable_or_hierarchy(MPI_Comm comm, bool block
 // each rank orders them against blocking ones (coll/comm_state.hpp).
 Result<bool> may_serve(MPI_Comm comm, MPI_Request* req);
 // The state where dtmpi serves `kind` with `block` bytes per rank (the
-// algorithm in `a`); null where the system MPI serves.
+// algorithm in `a`; `in_place`: the call passed MPI_IN_PLACE); null where
+// the system MPI serves.
 Result<std::shared_ptr<CommState>> serving(CollOpKind kind, MPI_Comm comm, int64_t block, MPI_Request* req,
-                                           Algorithm& a);
+                                           Algorithm& a, bool in_place = false);
 // Runs `op` to its end (req null) or behind a request; false for a null op.
 Result<bool> start(std::unique_ptr<CollOp> op, MPI_Request* req);
 // A reduction's element: contiguous types only.

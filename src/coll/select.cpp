@@ -140,7 +140,21 @@ Status init_tuning(MPI_Comm world) {
   return ok_status();
 }
 
-Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
+bool in_place_keyed(CollOpKind op) {
+  switch (op) {
+    case CollOpKind::kAllreduce:
+    case CollOpKind::kAllgather:
+    case CollOpKind::kAllgatherv:
+    case CollOpKind::kAlltoall:
+    case CollOpKind::kReduceScatterBlock:
+    case CollOpKind::kReduceScatter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking, bool in_place) {
   const Algorithm a = table().alg[static_cast<size_t>(op)];
   if (a != kTunedMarker) return a;
   if (g_tuned) {
@@ -149,8 +163,9 @@ Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
     // call pays a hash probe)
     thread_local std::unordered_map<uint64_t, Algorithm> memo;
     const int cls = bytes_class(bytes);
-    const uint64_t key = (static_cast<uint64_t>(n) << 16) | (static_cast<uint64_t>(cls) << 8) |
-                         (static_cast<uint64_t>(op) << 1) | (nonblocking ? 1 : 0);
+    in_place = in_place && in_place_keyed(op);
+    const uint64_t key = (static_cast<uint64_t>(n) << 17) | (static_cast<uint64_t>(cls) << 9) |
+                         (static_cast<uint64_t>(op) << 2) | (in_place ? 2 : 0) | (nonblocking ? 1 : 0);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
     TuningKey k;
     k.op = op;
@@ -158,6 +173,7 @@ Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking) {
     k.ranks = n;
     k.ranks_per_node = n;  // dtmpi's algorithms serve communicators of one node
     k.in_flight = nonblocking;
+    k.in_place = in_place;
     const auto found = lookup(*g_tuned, k);
     // no entry for the operation: the built-in choice, which depends on the
     // exact size, so it is not kept

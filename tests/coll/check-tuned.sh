@@ -10,7 +10,12 @@
 #   5. Gatherv (ranks know their own blocks only: agreement first) is dtmpi's
 #      under a table where the system MPI's wins only cost >= 50 agreements,
 #      and stays the system MPI's under one where it wins a cheap size class
-#      (coll_more_differential's CollV.Gatherv checks the bytes both times).
+#      (coll_more_differential's CollV.Gatherv checks the bytes both times);
+#   6. MPI_IN_PLACE is a dimension of the table: under one whose in-place entries
+#      alone name dtmpi's algorithms (Allreduce, Allgather, Alltoall,
+#      Reduce_scatter_block), dtmpi serves those calls in place and not the
+#      others (coll_differential's Coll.InPlaceFormsMatchSystem checks the bytes
+#      and counts both forms); the measured table of step 1 has in-place cells.
 #   check-tuned.sh MPIEXEC DTMPI-TUNE COLL_DIFFERENTIAL COLL_MORE_DIFFERENTIAL
 set -u
 mpiexec=$1 tune=$2 prog=$3 more=$4
@@ -65,5 +70,27 @@ agreed=$(served_gatherv "$d/agree.json" agree) || exit 1
 cheap=$(served_gatherv "$d/cheap.json" cheap) || exit 1
 [ "$agreed" -gt 0 ] || fail "Gatherv stayed the system MPI's where agreeing pays"
 [ "$cheap" -eq 0 ] || fail "Gatherv was dtmpi's ($cheap) where an agreement before the system MPI's 10 us would not pay"
+# 6: in place or not
+grep -q '"in_place": true' "$d/measured.json" || fail "dtmpi-tune measured no in-place cell"
+cat >"$d/in-place.json" <<'JSON'
+{"dtmpi_coll_table": 1, "library_version": "test", "host": "test", "mpi": "test",
+ "entries": [
+  {"op": "allreduce", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
+  {"op": "allreduce", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "recdbl"},
+  {"op": "allgather", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
+  {"op": "allgather", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "ring"},
+  {"op": "alltoall", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
+  {"op": "alltoall", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "pairwise"},
+  {"op": "reduce_scatter_block", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
+  {"op": "reduce_scatter_block", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "flat"}]}
+JSON
+DTMPI_COLL=tuned DTMPI_COLL_TABLE=$d/in-place.json DTMPI_STATS=1 "$mpiexec" -n 3 "$prog" \
+  --gtest_filter='Coll.InPlaceFormsMatchSystem' >"$d/in-place.out" 2>&1 \
+  || { tail -40 "$d/in-place.out"; fail "Coll.InPlaceFormsMatchSystem with the in-place table"; }
+line=$(grep -o "dtmpi served [0-9]* not in place, [0-9]* in place" "$d/in-place.out") || fail "no in-place count printed"
+read -r _ _ not_in_place _ _ _ in_place _ <<<"$line"
+[ "$in_place" -gt 0 ] || fail "in-place calls stayed the system MPI's under in-place entries naming dtmpi's ($line)"
+[ "$not_in_place" -eq 0 ] || fail "calls not in place took the in-place entries ($line)"
 echo "dtmpi-tune's table read and used: $served collectives served by dtmpi's algorithms under the forced table;" \
-  "Gatherv agreed and served $agreed times where it pays, 0 where not"
+  "Gatherv agreed and served $agreed times where it pays, 0 where not;" \
+  "in place: $in_place calls served, 0 of the others"

@@ -12,8 +12,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -561,6 +563,55 @@ TEST(Coll, PendingSendsMoveInsideCollectives) {
       ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
     }
   }
+}
+
+// The operations dtmpi-tune's table keys by MPI_IN_PLACE (coll::in_place_keyed),
+// in place and not, against the system MPI's result of the same input (small
+// integers as doubles: every order of the sums is exact). Rank 0 prints how
+// many of each form dtmpi's algorithms served: check-tuned.sh reads the line
+// under a table whose in-place entries alone name them.
+TEST(Coll, InPlaceFormsMatchSystem) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  auto rng = shared_rng(MPI_COMM_WORLD, 7);
+  long long served[2] = {0, 0};
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    const long long before = served_by_dtmpi();
+    for (int it = 0; it < 4; ++it) {
+      const int count = 1 + static_cast<int>(rng() % 700);
+      const size_t all = static_cast<size_t>(count) * static_cast<size_t>(n);
+      std::vector<double> in(all), got(all), want(all);
+      for (size_t i = 0; i < all; ++i) in[i] = static_cast<double>((me * 31 + static_cast<int>(i) * 7) % 97);
+      auto run = [&](const char* what, const std::function<int(const void*, double*)>& call, size_t in_len,
+                     size_t out_len, const std::function<void(double*)>& reference) {
+        std::fill(got.begin(), got.end(), -1.0);
+        std::fill(want.begin(), want.end(), -1.0);
+        // in place: the input where the operation reads it (the rank's own
+        // block for Allgather, else the result buffer's start)
+        const bool own_block = std::string(what) == "Allgather";
+        if (in_place) std::copy(in.begin(), in.begin() + static_cast<long>(in_len),
+                                got.begin() + (own_block ? static_cast<long>(me) * count : 0));
+        ASSERT_EQ(call(in_place ? MPI_IN_PLACE : in.data(), got.data()), MPI_SUCCESS) << what;
+        reference(want.data());
+        for (size_t i = 0; i < out_len; ++i)
+          ASSERT_EQ(got[i], want[i]) << what << (in_place ? " in place" : "") << ", count " << count << ", at " << i;
+      };
+      run("Allreduce", [&](const void* sb, double* rb) { return MPI_Allreduce(sb, rb, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); },
+          count, count, [&](double* w) { PMPI_Allreduce(in.data(), w, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); });
+      run("Allgather", [&](const void* sb, double* rb) {
+            return MPI_Allgather(sb, count, MPI_DOUBLE, rb, count, MPI_DOUBLE, MPI_COMM_WORLD); },
+          count, all, [&](double* w) { PMPI_Allgather(in.data(), count, MPI_DOUBLE, w, count, MPI_DOUBLE, MPI_COMM_WORLD); });
+      run("Alltoall", [&](const void* sb, double* rb) {
+            return MPI_Alltoall(sb, count, MPI_DOUBLE, rb, count, MPI_DOUBLE, MPI_COMM_WORLD); },
+          all, all, [&](double* w) { PMPI_Alltoall(in.data(), count, MPI_DOUBLE, w, count, MPI_DOUBLE, MPI_COMM_WORLD); });
+      run("Reduce_scatter_block", [&](const void* sb, double* rb) {
+            return MPI_Reduce_scatter_block(sb, rb, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); },
+          all, count, [&](double* w) { PMPI_Reduce_scatter_block(in.data(), w, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); });
+    }
+    served[in_place] = served_by_dtmpi() - before;
+  }
+  if (me == 0) std::printf("in-place test: dtmpi served %lld not in place, %lld in place\n", served[0], served[1]);
 }
 
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.

@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 
+#include "coll/coll.hpp"
 #include "coll/local_reduce.hpp"
 #include "coll/model.hpp"
 #include "coll/trees.hpp"
@@ -306,6 +307,50 @@ TEST(CollTable, JsonRoundTripAndClosestMatch) {
                           "{\"dtmpi_coll_table\": 1, \"entries\": [{\"op\": \"bcast\", \"algorithm\": \"best\", "
                           "\"bytes\": 8, \"ranks\": 2}]}"})
     EXPECT_FALSE(from_json(bad, back, &why)) << bad;
+}
+
+// MPI_IN_PLACE as a table dimension: an in-place call finds the in-place
+// entries, others the rest, a table without in-place entries answers both
+// alike (the tables written before it had none), and only the operations
+// whose in-place form is all ranks' or none are keyed by it.
+TEST(CollTable, InPlaceEntriesAnswerInPlaceCalls) {
+  TuningTable t;
+  auto add = [&](int64_t bytes, bool in_place, bool in_flight, Algorithm a) {
+    TuningEntry e;
+    e.key = {CollOpKind::kAllreduce, bytes, 4, 4, false, in_place, in_flight};
+    e.algorithm = a;
+    t.entries.push_back(e);
+  };
+  add(8, false, false, Algorithm::kSystem);
+  add(8, true, false, Algorithm::kRecursiveDoubling);
+  add(8, false, true, Algorithm::kTree);
+  add(8, true, true, Algorithm::kReduceScatterAllgather);
+  add(1 << 20, false, false, Algorithm::kReduceScatterAllgather);
+  TuningTable back;
+  std::string why;
+  ASSERT_TRUE(from_json(to_json(t), back, &why)) << why;
+  for (size_t i = 0; i < t.entries.size(); ++i) EXPECT_EQ(back.entries[i].key.in_place, t.entries[i].key.in_place);
+  auto pick = [&](const TuningTable& table, int64_t bytes, bool in_place, bool in_flight) {
+    return lookup(table, TuningKey{CollOpKind::kAllreduce, bytes, 4, 4, false, in_place, in_flight});
+  };
+  EXPECT_EQ(pick(back, 8, false, false), Algorithm::kSystem);
+  EXPECT_EQ(pick(back, 8, true, false), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(pick(back, 8, false, true), Algorithm::kTree);
+  EXPECT_EQ(pick(back, 8, true, true), Algorithm::kReduceScatterAllgather);
+  // the same flags before the nearest size: 1 MiB in place takes the 8-byte in-place entry
+  EXPECT_EQ(pick(back, 1 << 20, true, false), Algorithm::kRecursiveDoubling);
+  TuningTable old;
+  old.entries.push_back(t.entries[0]);
+  old.entries.push_back(t.entries[4]);
+  EXPECT_EQ(pick(old, 8, true, false), pick(old, 8, false, false));
+  EXPECT_EQ(pick(old, 1 << 20, true, false), Algorithm::kReduceScatterAllgather);
+  for (CollOpKind op : {CollOpKind::kAllreduce, CollOpKind::kAllgather, CollOpKind::kAllgatherv,
+                        CollOpKind::kAlltoall, CollOpKind::kReduceScatterBlock, CollOpKind::kReduceScatter})
+    EXPECT_TRUE(in_place_keyed(op)) << op_name(op);
+  for (CollOpKind op : {CollOpKind::kBarrier, CollOpKind::kBcast, CollOpKind::kReduce, CollOpKind::kGather,
+                        CollOpKind::kScatter, CollOpKind::kGatherv, CollOpKind::kScatterv, CollOpKind::kScan,
+                        CollOpKind::kExscan, CollOpKind::kAlltoallv})
+    EXPECT_FALSE(in_place_keyed(op)) << op_name(op);
 }
 
 // dtmpi's own reduction kernels against the system MPI's MPI_Reduce_local

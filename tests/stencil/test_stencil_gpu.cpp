@@ -377,6 +377,50 @@ TEST(StencilGpuOverlap, SendsWaitForPacksBehindTheProgramsKernel) {
   cudaStreamDestroy(program);
 }
 
+// progress() of a rank that only sends (data flows one way: +x ghosts only,
+// x not periodic, so the last rank along x receives nothing): with its packs
+// held behind the program's kernel its messages are not out yet, so
+// progress() must answer false although it has no receive to wait for --
+// the tests above cannot see that (every rank there receives). Device path
+// only (the deferred sends are its).
+TEST(StencilGpuOverlap, ProgressOfASendOnlyRankWaitsForItsDeferredSends) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
+  if (!expect_front()) GTEST_SKIP() << "deferred sends are the device path's: dtmpi is not in front";
+  int size = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (size < 2) GTEST_SKIP() << "one rank: no messages";
+  cudaStream_t program = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&program, cudaStreamNonBlocking), cudaSuccess);
+  {
+    st::DistributedDomain d(MPI_COMM_WORLD, {8 * size, 6, 6});
+    const st::Radius reach = st::Radius::uniform(0).set(0, 0, 2);
+    d.set_radius(reach).set_periodic(false, true, true).set_memory(st::Memory::kDevice);
+    d.set_peer_path(st::PeerPath::kDevice).add_quantity<double>("u");
+    const std::vector<size_t> esize{8};
+    d.realize();
+    ASSERT_EQ(d.subdomains().size(), 1u);
+    const bool send_only = d.subdomains()[0].box().hi.x == d.extent().x;
+    for (int round = 0; round < 3; ++round) {
+      stencil_check::fill(d, esize, round, kUpload);
+      ASSERT_EQ(stencil_check::occupy_gpu(100, program), 0);
+      d.start_exchange();
+      if (send_only) {
+        EXPECT_FALSE(d.progress()) << "round " << round << ": true before its sends were posted";
+      }
+      while (!d.progress()) {
+      }
+      d.finish_exchange();
+      EXPECT_EQ(stencil_check::verify(d, esize, round, {false, true, true}, kDownload, {reach}), 0) << "round " << round;
+      d.swap();
+    }
+    EXPECT_EQ(d.stats().deferred_sends, 3);
+    ASSERT_EQ(cudaStreamSynchronize(program), cudaSuccess);
+  }
+  cudaStreamDestroy(program);
+}
+
 // Without a setter, DTMPI_STENCIL_OVERLAP_BLOCKS decides (unset: 1).
 TEST(StencilGpuOverlap, DefaultAsTheEnvironmentSays) {
   int devices = 0;
