@@ -31,8 +31,7 @@ int keyval() {
 
 }  // namespace
 
-bool CommState::may_write(uint64_t seq) {
-  constexpr uint64_t k = transport::kScratchSlots;
+bool CommState::may_write(uint64_t seq, uint64_t k) {
   if (seq <= min_peer_done + k) return true;
   uint64_t low = UINT64_MAX;
   for (int r = 0; r < size; ++r)

@@ -57,10 +57,11 @@ struct CommState {
     next_seq += n;
     return first;
   }
-  // Whether this rank's scratch slot of `seq` may be written: every peer
-  // finished seq - kScratchSlots, the last one that used it. Re-reads the peers' flags
-  // only when the mirror does not prove it (the common case reads nothing).
-  bool may_write(uint64_t seq);
+  // Whether this rank's slot of `seq` in a ring of `slots` may be written
+  // (kScratchSlots for the scratch, kInlineSlots for the inline lines): every
+  // peer finished seq - slots, the last one that used it. Re-reads the peers'
+  // flags only when the mirror does not prove it (the common case reads nothing).
+  bool may_write(uint64_t seq, uint64_t slots);
   // This rank finished `seq`: published for the peers' mirrors.
   void finish(uint64_t seq) {
     finished = seq;

@@ -25,7 +25,7 @@ bool CollOp::step() {
   if (st_->finished + 1 != seq_) return false;
   while (chunk_ < chunks_) {
     if (!entered_) {
-      if (uses_scratch() && !st_->may_write(seq_)) return false;
+      if (uses_scratch() && !st_->may_write(seq_, inline_only() ? tp::kInlineSlots : tp::kScratchSlots)) return false;
       entered_ = true;
       phase_ = index_ = 0;
     }
@@ -164,6 +164,7 @@ class Bcast final : public CollOp {
   type::PlanPtr plan;
 
  private:
+  bool inline_only() const override { return bytes_ <= static_cast<int64_t>(tp::kInlineBytes); }
   bool advance() override {
     const int64_t off = static_cast<int64_t>(chunk_) * chunk_bytes_;
     const size_t len = static_cast<size_t>(std::min(chunk_bytes_, bytes_ - off));

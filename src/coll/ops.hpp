@@ -121,6 +121,9 @@ class CollOp : public transport::Operation {
   // After the last chunk (unpacking).
   virtual void complete() {}
   virtual bool uses_scratch() const { return true; }
+  // The chunk's bytes travel in the inline lines only (no scratch slot):
+  // their deeper ring lets it run further ahead of the peers.
+  virtual bool inline_only() const { return false; }
 
   void fail(int code) {
     if (error == MPI_SUCCESS) error = code;

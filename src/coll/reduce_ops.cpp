@@ -163,6 +163,7 @@ class RootReadAllreduce final : public ChunkedReduction {
       : ChunkedReduction(std::move(st), chunks, cap, regions, count, r, in, out), tree_(tree) {}
 
  private:
+  bool inline_only() const override { return bytes() <= transport::kInlineBytes; }
   bool advance() override {
     char* acc = out();
     if (phase_ == 0) {

@@ -56,8 +56,12 @@ inline constexpr unsigned kScratchSlots = 4;
 // so a reader that sees every line's flag has the data without another
 // transfer, and the lines travel in parallel -- for the latency-bound sizes,
 // one round of line transfers instead of a flag and then the data. One slot
-// per scratch slot, reused under the same rule as the slot
-// (CommState::may_write).
+// in a ring of kInlineSlots, reused under the scratch slots' rule with its
+// own depth (CommState::may_write): an operation whose bytes all travel
+// inline may run that many sequence numbers ahead of the slowest peer, so a
+// root of back-to-back small collectives re-reads its peers' `done` flags
+// about once every kInlineSlots calls instead of every call or two.
+inline constexpr unsigned kInlineSlots = 16;
 inline constexpr size_t kInlineLineBytes = 56;
 inline constexpr size_t kInlineLines = 6;
 inline constexpr size_t kInlineBytes = kInlineLineBytes * kInlineLines;  // 336
@@ -71,7 +75,7 @@ struct InlineSlot {
 struct RankFlags {
   PaddedFlag done, ready, counter;
   PaddedFlag in[kInFlags];
-  InlineSlot inline_slot[kScratchSlots];
+  InlineSlot inline_slot[kInlineSlots];
 };
 
 class NodeSegment {
@@ -93,7 +97,7 @@ class NodeSegment {
   char* scratch(int r, uint64_t seq) const { return area(r) + flags_bytes() + (seq % kScratchSlots) * scratch_; }
 
   // The inline slot of sequence number `seq` in rank r's area.
-  InlineSlot& inline_slot(int r, uint64_t seq) const { return flags(r).inline_slot[seq % kScratchSlots]; }
+  InlineSlot& inline_slot(int r, uint64_t seq) const { return flags(r).inline_slot[seq % kInlineSlots]; }
   // A put and its signal in the same lines (n <= kInlineBytes): each line's
   // bytes, then that line's flag (release). The writer owns the slot.
   static void put_inline(InlineSlot& s, const void* src, size_t n, uint64_t value) {

@@ -162,6 +162,34 @@ void reductions_match(bool rooted) {
   MPI_Type_free(&mat);
 }
 
+// Back-to-back small Bcasts while one rank is late: a root of bytes that
+// travel inline may run a whole ring of lines ahead (transport::kInlineSlots),
+// never further -- a line rewritten before the late rank read it would hand
+// it a later call's bytes (or never the flag it waits for). 8 bytes and the
+// largest inline size, and one byte more (the scratch slots' shorter ring).
+TEST(Coll, SmallBcastRootRunsAheadOfALateRank) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  for (const int bytes : {8, 336, 337}) {
+    for (int round = 0; round < 2; ++round) {
+      const int late = n - 1 - round % n;
+      if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      constexpr int kCalls = 48;
+      std::vector<std::vector<unsigned char>> got(kCalls, std::vector<unsigned char>(static_cast<size_t>(bytes)));
+      for (int i = 0; i < kCalls; ++i) {
+        if (me == 0)
+          for (int b = 0; b < bytes; ++b) got[i][static_cast<size_t>(b)] = static_cast<unsigned char>(i * 7 + b + round);
+        ASSERT_EQ(MPI_Bcast(got[i].data(), bytes, MPI_BYTE, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+      }
+      for (int i = 0; i < kCalls; ++i)
+        for (int b = 0; b < bytes; ++b)
+          ASSERT_EQ(got[i][static_cast<size_t>(b)], static_cast<unsigned char>(i * 7 + b + round))
+              << "call " << i << " of " << bytes << " bytes, byte " << b << ", rank " << late << " late";
+    }
+  }
+}
+
 TEST(Coll, AllreduceMatchesSystem) { reductions_match(false); }
 TEST(Coll, ReduceMatchesSystem) { reductions_match(true); }
 
