@@ -79,7 +79,7 @@ const std::vector<Command> kCommands = {
        "exscan, allgatherv, gatherv, scatterv, alltoallv, rs)"},
       {"--in-place", nullptr,
        "the MPI_IN_PLACE forms, of the operations dtmpi-tune's table keys by it (allreduce, allgather, alltoall, "
-       "rsb, allgatherv, rs): every column in place, tuned = the table's in-place entries"}}},
+       "rsb, allgatherv): every column in place, tuned = the table's in-place entries"}}},
     {"protocols", "mpiexec -n N dtmpi-bench protocols",
      "claims C3 and C4 of the Nishtala digest on dtmpi's node segment: a broadcast from rank 0 (8 B - 4 MiB, "
      "barrier-separated) by signaling put, eager (bounce + copy out), rendez-vous (announce, get, acknowledge), "

@@ -43,7 +43,7 @@ const std::vector<dtmpi::tools::Option> kOptions = {
                       "scatter, alltoall, reduce_scatter_block, scan, exscan, allgatherv, gatherv, scatterv, alltoallv, "
                       "reduce_scatter; default: all)"},
     {"--blocking-only", nullptr, "skip the \"many in flight\" cells (16 MPI_I* calls started, then completed together)"},
-    {"--no-in-place", nullptr, "skip the MPI_IN_PLACE cells of Allreduce, Allgather(v), Alltoall and Reduce_scatter(_block)"},
+    {"--no-in-place", nullptr, "skip the MPI_IN_PLACE cells of Allreduce, Allgather(v), Alltoall and Reduce_scatter_block"},
     {"--time-limit", "SECONDS", "stop measuring after this long and write the cells measured so far"},
     {"--out", "FILE", "the table to write (default: DTMPI_COLL_TABLE, else <DTMPI_CACHE_DIR>/coll-<host>.json)"},
 };
@@ -60,7 +60,7 @@ void usage(FILE* f) {
                "algorithm is chosen only where it measured at least 3%% faster than the system MPI. Each size up to\n"
                "1 MiB is also measured with 16 non-blocking calls in flight (the entries MPI_I* calls use), and the\n"
                "operations whose MPI_IN_PLACE form every rank passes or none (Allreduce, Allgather(v), Alltoall,\n"
-               "Reduce_scatter(_block)) also in place (the entries such calls use).\n"
+               "Reduce_scatter_block) also in place (the entries such calls use).\n"
                "Progress and the estimated time left go to stderr.\n\noptions:\n");
   dtmpi::tools::print_options(f, kOptions);
   std::fprintf(f, "  --help                 this text\n");

@@ -42,10 +42,11 @@ enum class CollOpKind {
 Algorithm select(CollOpKind op, int n, int64_t bytes, bool nonblocking = false, bool in_place = false);
 // Whether dtmpi-tune's table keys `op` by MPI_IN_PLACE: only the operations
 // whose in-place form the standard requires on all ranks or none (Allreduce,
-// Allgather(v), Alltoall, Reduce_scatter(_block)), since every rank must
+// Allgather(v), Alltoall, Reduce_scatter_block), since every rank must
 // choose the same algorithm. Not the rooted ones (MPI_IN_PLACE at the root
-// only) nor Scan/Exscan (per rank); nor Alltoallv/w, which agree on their
-// largest block first and look up without it.
+// only), Scan/Exscan (per rank), nor Reduce_scatter (MPI-4: "not required
+// ... on all processes", a rank whose count is 0 may pass a send buffer);
+// nor Alltoallv/w, which agree on their largest block first and look up without it.
 bool in_place_keyed(CollOpKind op);
 // The built-in choice ("tuned" without a table).
 Algorithm select_builtin(CollOpKind op, int n, int64_t bytes);

@@ -151,18 +151,26 @@ Result<bool> reduce_scatter_block(const void* sb, void* rb, int count, MPI_Datat
 Result<bool> reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype type, MPI_Op op,
                             MPI_Comm comm, MPI_Request* req) {
   if (auto m = may_serve(comm, req); !m || !m.value()) return m;
-  if (!counts || !valid(comm, type, 0) || !rb) return false;
+  if (!counts || !valid(comm, type, 0)) return false;
   Reducer r{};
   if (!reducer_for(type, op, r)) return false;
   const int n = size_of(comm);
   std::vector<int64_t> elems(counts, counts + n);
   int64_t largest = 0;
   for (int64_t c : elems) largest = std::max(largest, c);
+  // a rank whose block is empty may pass no receive buffer (and need not be
+  // in place, MPI-4): it must still choose as the others do, so neither
+  // decides here; it gets a stand-in that nothing is written to
+  int me = 0;
+  REAL(MPI_Comm_rank)(comm, &me);
+  static char no_block;
+  if (!rb && elems[static_cast<size_t>(me)] > 0) return false;  // erroneous: the system MPI reports it
+  void* out = rb ? rb : &no_block;
   Algorithm a{};
-  auto state = serving(CollOpKind::kReduceScatter, comm, largest * r.elem, req, a, sb == MPI_IN_PLACE);
+  auto state = serving(CollOpKind::kReduceScatter, comm, largest * r.elem, req, a);
   if (!state) return state.error();
   if (!state.value()) return false;
-  return start(make_reduce_scatter(std::move(state.value()), a, sb == MPI_IN_PLACE ? rb : sb, rb, std::move(elems), r),
+  return start(make_reduce_scatter(std::move(state.value()), a, sb == MPI_IN_PLACE ? out : sb, out, std::move(elems), r),
                req);
 }
 
@@ -188,10 +196,16 @@ Result<bool> run_forced_more(CollOpKind op, Algorithm a, std::shared_ptr<CommSta
   const bool is_root = st->rank == root;
   char* r = static_cast<char*>(rb);
   // MPI_IN_PLACE as the entries read it: the rank's own block of the receive
-  // side (Allgather), the receive side itself (the others)
+  // side (Allgather), the receive side itself (Alltoall and the reductions);
+  // the v forms translate it themselves (run_forced_v); the rooted forms in
+  // place are not taken (the tools never pass them)
   const bool in_place = sb == MPI_IN_PLACE;
-  const char* s = !in_place ? static_cast<const char*>(sb) : op == CollOpKind::kAllgather ? r + st->rank * block : r;
-  sb = s;
+  if (in_place && (op == CollOpKind::kGather || op == CollOpKind::kScatter || op == CollOpKind::kGatherv ||
+                   op == CollOpKind::kScatterv || rb == MPI_IN_PLACE))
+    return false;
+  const bool own_block = op == CollOpKind::kAllgather;
+  const char* s = !in_place ? static_cast<const char*>(sb) : own_block ? r + st->rank * block : r;
+  if (in_place && op != CollOpKind::kAllgatherv && op != CollOpKind::kAlltoallv) sb = s;
   Reducer red{};
   switch (op) {
     case CollOpKind::kAllgather:

@@ -147,7 +147,6 @@ bool in_place_keyed(CollOpKind op) {
     case CollOpKind::kAllgatherv:
     case CollOpKind::kAlltoall:
     case CollOpKind::kReduceScatterBlock:
-    case CollOpKind::kReduceScatter:
       return true;
     default:
       return false;

@@ -15,7 +15,10 @@
 #      alone name dtmpi's algorithms (Allreduce, Allgather, Alltoall,
 #      Reduce_scatter_block), dtmpi serves those calls in place and not the
 #      others (coll_differential's Coll.InPlaceFormsMatchSystem checks the bytes
-#      and counts both forms); the measured table of step 1 has in-place cells.
+#      and counts both forms); the measured table of step 1 has in-place cells;
+#      Reduce_scatter, whose in-place form is per rank, is not keyed by it: a
+#      mixed call (Coll.ReduceScatterMixedInPlaceAndEmptyBlocks) must not hang
+#      under an in-place entry naming dtmpi's algorithm.
 #   check-tuned.sh MPIEXEC DTMPI-TUNE COLL_DIFFERENTIAL COLL_MORE_DIFFERENTIAL
 set -u
 mpiexec=$1 tune=$2 prog=$3 more=$4
@@ -82,10 +85,12 @@ cat >"$d/in-place.json" <<'JSON'
   {"op": "alltoall", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
   {"op": "alltoall", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "pairwise"},
   {"op": "reduce_scatter_block", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
-  {"op": "reduce_scatter_block", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "flat"}]}
+  {"op": "reduce_scatter_block", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "flat"},
+  {"op": "reduce_scatter", "bytes": 8, "ranks": 3, "in_place": false, "algorithm": "system"},
+  {"op": "reduce_scatter", "bytes": 8, "ranks": 3, "in_place": true, "algorithm": "flat"}]}
 JSON
 DTMPI_COLL=tuned DTMPI_COLL_TABLE=$d/in-place.json DTMPI_STATS=1 "$mpiexec" -n 3 "$prog" \
-  --gtest_filter='Coll.InPlaceFormsMatchSystem' >"$d/in-place.out" 2>&1 \
+  --gtest_filter='Coll.InPlaceFormsMatchSystem:Coll.ReduceScatterMixedInPlaceAndEmptyBlocks' >"$d/in-place.out" 2>&1 \
   || { tail -40 "$d/in-place.out"; fail "Coll.InPlaceFormsMatchSystem with the in-place table"; }
 line=$(grep -o "dtmpi served [0-9]* not in place, [0-9]* in place" "$d/in-place.out") || fail "no in-place count printed"
 read -r _ _ not_in_place _ _ _ in_place _ <<<"$line"

@@ -642,6 +642,42 @@ TEST(Coll, InPlaceFormsMatchSystem) {
   if (me == 0) std::printf("in-place test: dtmpi served %lld not in place, %lld in place\n", served[0], served[1]);
 }
 
+// Reduce_scatter's in-place form need not be every rank's (MPI-4), and a rank
+// whose block is empty may pass no receive buffer: odd ranks in place, rank 0
+// with an empty block and a null receive buffer, against the system MPI's
+// result of the same input. A rank deciding alone (by its own in-place flag
+// or its null buffer) would hang the others: check-tuned.sh runs this under a
+// table whose in-place entry alone names dtmpi's algorithm.
+TEST(Coll, ReduceScatterMixedInPlaceAndEmptyBlocks) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  for (const int base : {1, 40, 300}) {
+    std::vector<int> counts(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) counts[static_cast<size_t>(r)] = r == 0 && n > 1 ? 0 : base + r;
+    int total = 0, offset = 0;
+    for (int r = 0; r < n; ++r) {
+      if (r < me) offset += counts[static_cast<size_t>(r)];
+      total += counts[static_cast<size_t>(r)];
+    }
+    std::vector<double> in(static_cast<size_t>(total)), want(static_cast<size_t>(total) + 1, -1.0);
+    for (int i = 0; i < total; ++i) in[static_cast<size_t>(i)] = static_cast<double>((me * 13 + i * 5) % 89);
+    ASSERT_EQ(PMPI_Reduce_scatter(in.data(), want.data(), counts.data(), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    const int mine = counts[static_cast<size_t>(me)];
+    const bool in_place = me % 2 == 1;
+    std::vector<double> buf = in;  // in place: the whole input, the result at its start
+    std::vector<double> out(static_cast<size_t>(mine) + 1, -1.0);
+    double* rb = in_place ? buf.data() : mine == 0 ? nullptr : out.data();
+    ASSERT_EQ(MPI_Reduce_scatter(in_place ? MPI_IN_PLACE : in.data(), rb, counts.data(), MPI_DOUBLE, MPI_SUM,
+                                 MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    for (int i = 0; i < mine; ++i)
+      ASSERT_EQ(rb[i], want[static_cast<size_t>(i)]) << "rank " << me << (in_place ? " in place" : "") << ", base "
+                                                      << base << ", element " << i << " (offset " << offset << ")";
+  }
+}
+
 // Last: where DTMPI_COLL names an algorithm, dtmpi's served the calls above.
 // Under "tuned" with a measured table (DTMPI_COLL_TABLE) the table decides, and
 // on a loaded machine it may rightly name the system MPI for every cell:

@@ -345,11 +345,11 @@ TEST(CollTable, InPlaceEntriesAnswerInPlaceCalls) {
   EXPECT_EQ(pick(old, 8, true, false), pick(old, 8, false, false));
   EXPECT_EQ(pick(old, 1 << 20, true, false), Algorithm::kReduceScatterAllgather);
   for (CollOpKind op : {CollOpKind::kAllreduce, CollOpKind::kAllgather, CollOpKind::kAllgatherv,
-                        CollOpKind::kAlltoall, CollOpKind::kReduceScatterBlock, CollOpKind::kReduceScatter})
+                        CollOpKind::kAlltoall, CollOpKind::kReduceScatterBlock})
     EXPECT_TRUE(in_place_keyed(op)) << op_name(op);
   for (CollOpKind op : {CollOpKind::kBarrier, CollOpKind::kBcast, CollOpKind::kReduce, CollOpKind::kGather,
                         CollOpKind::kScatter, CollOpKind::kGatherv, CollOpKind::kScatterv, CollOpKind::kScan,
-                        CollOpKind::kExscan, CollOpKind::kAlltoallv})
+                        CollOpKind::kExscan, CollOpKind::kAlltoallv, CollOpKind::kReduceScatter})
     EXPECT_FALSE(in_place_keyed(op)) << op_name(op);
 }
 
