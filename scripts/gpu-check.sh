@@ -374,6 +374,9 @@ if [ "$what" = stencil ]; then
     # two ranks with two GPUs each (the node's GPU links measured for placement)
     if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
       timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --gpus 2 --no-halo
+      # the same by copies between the GPUs instead of peer-access kernels
+      DTMPI_STENCIL_PEER_ACCESS=0 timeout 240 mpiexec -n 1 $build/bench/dtmpi-bench stencil --gpu --extent 256 \
+        --per-rank 2 --gpus 2 --no-halo
       timeout 240 mpiexec -n 2 $build/bench/dtmpi-bench stencil --gpu --extent 256 --per-rank 2 --gpus 2 --path device --no-halo
     fi
   } 2>&1 | tee "$out/stencil-bench.txt"

@@ -195,6 +195,10 @@ struct ExchangeStats {
   // returned, and the sends went out once they were done (progress(),
   // finish_exchange()).
   int64_t deferred_sends = 0;
+  // Device domains on several GPUs of a rank: bytes between its GPUs move by
+  // copies (packed, cudaMemcpyPeerAsync, unpacked) -- the GPUs lack peer
+  // access, or DTMPI_STENCIL_PEER_ACCESS=0 -- instead of kernels over peer access.
+  bool gpu_peer_copies = false;
 };
 
 struct DomainImpl;
@@ -236,8 +240,9 @@ class DistributedDomain {
   // the subdomain in the rank's slot k (of set_subdomains_per_rank(n)) on
   // gpus[k % gpus.size()]; Subdomain::device() tells. Subdomains of one rank
   // on different GPUs exchange by kernels over peer access (realize()
-  // enables it, and fails on every rank where two of a rank's GPUs cannot
-  // reach each other's memory). Per rank: ranks may name different GPUs.
+  // enables it) where every pair of the rank's GPUs has it, else -- and with
+  // DTMPI_STENCIL_PEER_ACCESS=0 -- by copies between them
+  // (stats().gpu_peer_copies). Per rank: ranks may name different GPUs.
   // Default (or empty): the device current at realize().
   DistributedDomain& set_gpus(std::vector<int> devices);
   // Device domains: record the pack, same-rank copy and unpack launches as

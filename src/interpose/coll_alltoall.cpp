@@ -18,7 +18,7 @@ dtmpi::Status alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc
                        MPI_Request* req) {
   tp::poll();
   const int n = peers_of(comm);
-  return run_collective(dtmpi::coll::CollOpKind::kAlltoall, uniform_side(sb, n, sc, st), uniform_side(rb, n, rc, rt),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kAlltoall, uniform_side(sb, n, sc, st), uniform_side(rb, n, rc, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -38,7 +38,7 @@ dtmpi::Status alltoallv(const void* sb, const int* sc, const int* sd, MPI_Dataty
   const int n = peers_of(comm);
   if (P2pRoute route; p2p_route_everyone(comm, sb, req, route))
     return exchange_p2p(v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt), route, comm);
-  return run_collective(dtmpi::coll::CollOpKind::kAlltoallv, v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kAlltoallv, v_side(sb, n, sc, sd, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
@@ -60,7 +60,7 @@ dtmpi::Status alltoallw(const void* sb, const int* sc, const int* sd, const MPI_
   const int n = peers_of(comm);
   if (P2pRoute route; p2p_route_everyone(comm, sb, req, route))
     return exchange_p2p(w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt), route, comm);
-  return run_collective(dtmpi::coll::CollOpKind::kAlltoallv, w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kAlltoallv, w_side(sb, n, sc, sd, st), w_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::all() : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
@@ -83,7 +83,7 @@ dtmpi::Status neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* r
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(uniform_side(sb, out, sc, st), uniform_side(rb, in, rc, rt), route, comm);
-  return run_collective(dtmpi::coll::CollOpKind::kCount, topo ? uniform_side(sb, out, sc, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kCount, topo ? uniform_side(sb, out, sc, st) : no_pieces(),
                         topo ? uniform_side(rb, in, rc, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -101,7 +101,7 @@ dtmpi::Status neighbor_alltoallv(const void* sb, const int* sc, const int* sd, M
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(v_side(sb, out, sc, sd, st), v_side(rb, in, rc, rd, rt), route, comm);
-  return run_collective(dtmpi::coll::CollOpKind::kCount, topo ? v_side(sb, out, sc, sd, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kCount, topo ? v_side(sb, out, sc, sd, st) : no_pieces(),
                         topo ? v_side(rb, in, rc, rd, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
@@ -121,7 +121,7 @@ dtmpi::Status neighbor_alltoallw(const void* sb, const int* sc, const MPI_Aint* 
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(w_side(sb, out, sc, sd, st), w_side(rb, in, rc, rd, rt), route, comm);
-  return run_collective(dtmpi::coll::CollOpKind::kCount, topo ? w_side(sb, out, sc, sd, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kCount, topo ? w_side(sb, out, sc, sd, st) : no_pieces(),
                         topo ? w_side(rb, in, rc, rd, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);

@@ -43,7 +43,7 @@ dtmpi::Status allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int r
   const int n = peers_of(comm);
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
-  return run_collective(dtmpi::coll::CollOpKind::kAllgather, one_piece(sb, sc, st), uniform_side(rb, n, rc, rt),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kAllgather, one_piece(sb, sc, st), uniform_side(rb, n, rc, rt),
                         sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -63,7 +63,7 @@ dtmpi::Status allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, cons
   const int n = peers_of(comm);
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
-  return run_collective(dtmpi::coll::CollOpKind::kAllgatherv, one_piece(sb, sc, st), v_side(rb, n, rc, rd, rt),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kAllgatherv, one_piece(sb, sc, st), v_side(rb, n, rc, rd, rt),
                         sb == MPI_IN_PLACE ? InPlace::one(me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -87,7 +87,7 @@ dtmpi::Status neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* 
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(one_piece(sb, sc, st), uniform_side(rb, in, rc, rt), route, comm, true);
-  return run_collective(dtmpi::coll::CollOpKind::kCount, topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kCount, topo ? one_piece(sb, sc, st) : no_pieces(), topo ? uniform_side(rb, in, rc, rt) : no_pieces(),
                         InPlace::none(), req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rt);
@@ -104,7 +104,7 @@ dtmpi::Status neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void*
   const bool topo = neighbor_counts(comm, in, out);
   if (P2pRoute route; topo && p2p_route_neighbors(comm, req, route))
     return exchange_p2p(one_piece(sb, sc, st), v_side(rb, in, rc, rd, rt), route, comm, true);
-  return run_collective(dtmpi::coll::CollOpKind::kCount, topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kCount, topo ? one_piece(sb, sc, st) : no_pieces(), topo ? v_side(rb, in, rc, rd, rt) : no_pieces(),
                         InPlace::none(), req, [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
                           const auto b = args(r, rb, rc, rd, rt);
@@ -120,7 +120,7 @@ dtmpi::Status gather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, 
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
-  return run_collective(dtmpi::coll::CollOpKind::kGather, ro.member ? one_piece(sb, sc, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kGather, ro.member ? one_piece(sb, sc, st) : no_pieces(),
                         ro.root ? uniform_side(rb, n, rc, rt) : no_pieces(),
                         ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -140,7 +140,7 @@ dtmpi::Status gatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const i
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
-  return run_collective(dtmpi::coll::CollOpKind::kGatherv, ro.member ? one_piece(sb, sc, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kGatherv, ro.member ? one_piece(sb, sc, st) : no_pieces(),
                         ro.root ? v_side(rb, n, rc, rd, rt) : no_pieces(),
                         ro.root && sb == MPI_IN_PLACE ? InPlace::one(ro.me) : InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
@@ -162,7 +162,7 @@ dtmpi::Status scatter(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
-  return run_collective(dtmpi::coll::CollOpKind::kScatter, ro.root ? uniform_side(sb, n, sc, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kScatter, ro.root ? uniform_side(sb, n, sc, st) : no_pieces(),
                         ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, st);
@@ -181,7 +181,7 @@ dtmpi::Status scatterv(const void* sb, const int* sc, const int* sd, MPI_Datatyp
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const int n = peers_of(comm);
-  return run_collective(dtmpi::coll::CollOpKind::kScatterv, ro.root ? v_side(sb, n, sc, sd, st) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kScatterv, ro.root ? v_side(sb, n, sc, sd, st) : no_pieces(),
                         ro.member ? one_piece(rb, rc, rt) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           const auto a = args(s, sb, sc, sd, st);
@@ -201,7 +201,7 @@ dtmpi::Status bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm 
   tp::poll();
   const Roles ro = roles_of(comm, root);
   const bool receives = ro.member && !ro.root;
-  return run_collective(dtmpi::coll::CollOpKind::kBcast, ro.root ? one_piece(buf, count, type) : no_pieces(),
+  return run_collective(comm, dtmpi::coll::CollOpKind::kBcast, ro.root ? one_piece(buf, count, type) : no_pieces(),
                         receives ? one_piece(buf, count, type) : no_pieces(), InPlace::none(), req,
                         [&](Staged* s, Staged* r, MPI_Request* q) {
                           Staged* x = s ? s : r;

@@ -116,9 +116,9 @@ dtmpi::Status run_reduction_here(bool device_taken, const void* sb, int in_count
 // not block inside the system MPI (dtmpi's windows need this rank's progress:
 // p2p_route.hpp), its non-blocking form and dtmpi's wait.
 template <class Call>
-dtmpi::Status run_reduction(bool device_taken, const void* sb, int in_count, void* rb, int out_count, bool read_result,
-                            MPI_Datatype type, MPI_Request* req, Call call) {
-  if (req || !blocking_needs_progress())
+dtmpi::Status run_reduction(MPI_Comm comm, bool device_taken, const void* sb, int in_count, void* rb, int out_count,
+                            bool read_result, MPI_Datatype type, MPI_Request* req, Call call) {
+  if (req || !collective_needs_progress(comm))
     return run_reduction_here(device_taken, sb, in_count, rb, out_count, read_result, type, req, call);
   MPI_Request r = MPI_REQUEST_NULL;
   DTMPI_TRY(run_reduction_here(device_taken, sb, in_count, rb, out_count, read_result, type, &r, call));
@@ -142,7 +142,7 @@ bool is_inter(MPI_Comm comm) {
 dtmpi::Status allreduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                         MPI_Request* req) {
   tp::poll();
-  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kAllreduce, comm), sb, count, rb, count,
+  return run_reduction(comm, reduction_takes_device_memory(dtmpi::coll::CollOpKind::kAllreduce, comm), sb, count, rb, count,
                        sb == MPI_IN_PLACE, type, req, [&](const void* s, void* r, MPI_Request* q) {
                          // a deterministic fold where the communicator asks for one,
                          // else dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
@@ -164,7 +164,7 @@ dtmpi::Status reduce(const void* sb, void* rb, int count, MPI_Datatype type, MPI
   const bool inter = is_inter(comm);
   const bool result_here = inter ? root == MPI_ROOT : root == me;
   const bool contributes = inter ? root >= 0 : true;
-  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduce, comm),
+  return run_reduction(comm, reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduce, comm),
                        contributes ? sb : nullptr, count, result_here ? rb : nullptr, count,
                        result_here && sb == MPI_IN_PLACE, type, req, [&](const void* s, void* r, MPI_Request* q) {
                          // arguments MPI ignores on this rank pass through unchanged
@@ -188,7 +188,7 @@ dtmpi::Status reduce_scatter_block(const void* sb, void* rb, int count, MPI_Data
   const int n = peers_of(comm);
   const bool in_place = sb == MPI_IN_PLACE;
   // in place, the result buffer holds all n blocks of input
-  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduceScatterBlock, comm), sb,
+  return run_reduction(comm, reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduceScatterBlock, comm), sb,
                        n * count, rb, in_place ? n * count : count, in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
@@ -208,7 +208,7 @@ dtmpi::Status reduce_scatter(const void* sb, void* rb, const int counts[], MPI_D
   REAL(MPI_Comm_rank)(comm, &me);
   for (int i = 0; i < n; ++i) total += counts[i];
   const bool in_place = sb == MPI_IN_PLACE;
-  return run_reduction(reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduceScatter, comm), sb, total, rb,
+  return run_reduction(comm, reduction_takes_device_memory(dtmpi::coll::CollOpKind::kReduceScatter, comm), sb, total, rb,
                        in_place ? total : counts[me], in_place, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)
@@ -226,7 +226,7 @@ dtmpi::Status scan(bool exclusive, const void* sb, void* rb, int count, MPI_Data
                    MPI_Request* req) {
   tp::poll();
   return run_reduction(
-      reduction_takes_device_memory(exclusive ? dtmpi::coll::CollOpKind::kExscan : dtmpi::coll::CollOpKind::kScan, comm),
+      comm, reduction_takes_device_memory(exclusive ? dtmpi::coll::CollOpKind::kExscan : dtmpi::coll::CollOpKind::kScan, comm),
       sb, count, rb, count, exclusive || sb == MPI_IN_PLACE, type, req,
                        [&](const void* s, void* r, MPI_Request* q) {
                          // dtmpi's own algorithm where DTMPI_COLL selects one (src/coll)

@@ -187,13 +187,13 @@ bool may_stage_side(const Pieces& p);
 // user's arguments otherwise, and returns its code; `req` null: the blocking
 // form.
 template <class Call>
-Status run_collective(coll::CollOpKind op, Pieces send, Pieces recv, InPlace in_place, MPI_Request* request,
-                      Call call) {
-  if (!request && blocking_needs_progress()) {
+Status run_collective(MPI_Comm comm, coll::CollOpKind op, Pieces send, Pieces recv, InPlace in_place,
+                      MPI_Request* request, Call call) {
+  if (!request && collective_needs_progress(comm)) {
     // dtmpi's windows need this rank's progress (p2p_route.hpp): the
     // non-blocking form and dtmpi's wait, which progresses them
     MPI_Request r = MPI_REQUEST_NULL;
-    DTMPI_TRY(run_collective(op, std::move(send), std::move(recv), in_place, &r, call));
+    DTMPI_TRY(run_collective(comm, op, std::move(send), std::move(recv), in_place, &r, call));
     return wait(&r, MPI_STATUS_IGNORE);
   }
   if (!may_stage_side(send) && !may_stage_side(recv)) return DTMPI_MPI_FORWARD(call(nullptr, nullptr, request));

@@ -27,6 +27,17 @@ namespace dtmpi::interpose {
 [[gnu::always_inline]] inline bool blocking_needs_progress() {
   return rma::g_windows.load(std::memory_order_relaxed) != 0;
 }
+// The same for a blocking collective on `comm`, where every rank must decide
+// alike (a blocking and a non-blocking collective do not match): only where
+// one of dtmpi's windows has every process of `comm` as a member
+// (rma::windows_cover; found by session 27's review: a window on a
+// sub-communicator hung every collective on a larger one). A collective on a
+// communicator no window covers blocks as it is -- dtmpi's own algorithms
+// progress the windows while they wait; the system MPI's do not (a passive-
+// target epoch to a rank blocked there waits for it: docs/rma.md).
+[[gnu::always_inline]] inline bool collective_needs_progress(MPI_Comm comm) {
+  return blocking_needs_progress() && rma::windows_cover(comm);
+}
 
 // What a call's fast path (plain_host) learned before it said no, handed on
 // so that the rest of the decision asks nothing twice: the type's memo and,

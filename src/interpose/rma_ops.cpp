@@ -7,6 +7,7 @@
 #include "coll/coll.hpp"
 #include "interpose/boundary.hpp"
 #include "interpose/export.hpp"
+#include "interpose/p2p_route.hpp"
 #include "rma/ops.hpp"
 #include "rma/standin.hpp"
 #include "rma/sync.hpp"
@@ -219,10 +220,11 @@ DTMPI_EXPORT int MPI_Win_sync(MPI_Win win) {
 // A barrier while dtmpi's windows exist progresses them: a target that
 // reaches MPI_Barrier before a peer's passive-target epoch to it ended
 // serves that epoch instead of blocking it (the common lock; put; unlock;
-// barrier program).
+// barrier program) -- on a communicator one window covers, so that every
+// rank takes the same form (collective_needs_progress).
 // Without windows, dtmpi's own barrier where DTMPI_COLL selects one (src/coll).
 DTMPI_EXPORT int MPI_Barrier(MPI_Comm comm) {
-  if (rma::g_windows.load(std::memory_order_relaxed) == 0) {
+  if (!dtmpi::interpose::collective_needs_progress(comm)) {
     if (!dtmpi::coll::enabled()) return REAL(MPI_Barrier)(comm);
     auto served = dtmpi::coll::barrier(comm, nullptr);
     if (!served) return result(comm, served.error());

@@ -115,6 +115,7 @@ MPI_Win register_window(std::unique_ptr<Window> w) {
     start_progress_op();
     start_progress_thread();
   }
+  windows_changed();
   runtime::count(runtime::Counter::kRmaWindows);
   return h;
 }
@@ -244,6 +245,7 @@ Status create(void* base, MPI_Aint size, int disp_unit, MPI_Comm comm, Flavor fl
   w->info = runtime::pointer_info(base);
   Status s = setup(*w, comm);
   if (s) s = share_regions(*w);
+  if (s) w->world_members = world_members_of(w->comm);
   if (!s) {
     if (w->comm != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->comm);
     if (w->errhandler_holder != MPI_COMM_NULL) REAL(MPI_Comm_free)(&w->errhandler_holder);
@@ -327,6 +329,7 @@ Status free_window(MPI_Win* win) {
     r.by_fortran.erase(w->fortran);
     r.windows.erase(key_of(*win));
   }
+  windows_changed();
   if (g_windows.fetch_sub(1, std::memory_order_relaxed) == 1) stop_progress_thread();
   *win = MPI_WIN_NULL;
   return ok_status();

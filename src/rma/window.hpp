@@ -117,6 +117,9 @@ struct Window {
   MPI_Fint fortran = 0;
   MPI_Comm comm = MPI_COMM_NULL;  // private duplicate of the creating communicator
   int rank = 0, size = 0;
+  // its members' ranks in MPI_COMM_WORLD, ascending (empty where some member
+  // is not in this world: spawned processes) -- windows_cover()
+  std::vector<int> world_members;
   Flavor flavor = Flavor::kCreate;
   // local memory and the attribute values MPI_Win_get_attr points at
   void* base = nullptr;
@@ -263,6 +266,21 @@ void wait_until(F done) {
 
 // Every window dtmpi serves (changed and read under rma_mutex()).
 std::vector<Window*>& window_list();
+
+// --- Which collectives must progress the windows (cover.cpp) ----------------
+
+// The ranks in MPI_COMM_WORLD of `comm`'s members, ascending; empty for an
+// intercommunicator or where a member is not in this world.
+std::vector<int> world_members_of(MPI_Comm comm);
+// Whether some window dtmpi serves has every process of `comm` among its
+// members. Every rank of `comm` is then a member of that window, so every
+// rank answers alike -- the condition under which a blocking collective on
+// `comm` may take its non-blocking form to progress the windows (a blocking
+// and a non-blocking collective do not match each other). Cached per
+// communicator (an attribute) until a window is created or freed.
+bool windows_cover(MPI_Comm comm);
+// A window was registered or freed: the cached answers are stale.
+void windows_changed();
 
 // Sends a request message to `target` (header, optional plan, payload);
 // `operation`: it is an RMA operation of the current epoch (not a

@@ -64,6 +64,10 @@ const std::vector<VariableDoc> kVariables = {
      "their same-GPU copy and unpack kernels, which then run beside the program's interior kernel (0-32; 0: a block "
      "per tile, the full grid of exchange(), whose blocks wait behind the interior's); a domain's "
      "set_overlap_blocks_per_sm() overrides it"},
+    {"DTMPI_STENCIL_PEER_ACCESS", "1",
+     "1: a dtmpi::stencil rank whose subdomains are on several GPUs (set_gpus()) moves bytes between them by kernels "
+     "that reach the other GPU's memory over peer access, where every pair of its GPUs has it (else by copies); 0: "
+     "always by copies (packed on one GPU, cudaMemcpyPeerAsync, unpacked on the other)"},
     {"DTMPI_STENCIL_SHM", "1",
      "1: dtmpi::stencil host-memory domains exchange with ranks of their node through a shared-memory segment "
      "(the sender packs into the receiver's buffer; a domain's set_host_shared_memory() overrides it); 0: MPI "
@@ -271,6 +275,7 @@ Config read_environment() {
   c.pack_async = flag("DTMPI_PACK_ASYNC", false);
   c.stencil_graphs = flag("DTMPI_STENCIL_GRAPHS", false);
   c.stencil_shm = flag("DTMPI_STENCIL_SHM", true);
+  c.stencil_peer_access = flag("DTMPI_STENCIL_PEER_ACCESS", true);
   c.stencil_overlap_blocks = static_cast<int>(number("DTMPI_STENCIL_OVERLAP_BLOCKS", 1, 0, 32, false));
   c.cuda_aware = choice("DTMPI_CUDA_AWARE", "auto", {"auto", "1", "0"},
                         {{"yes", "1"}, {"on", "1"}, {"true", "1"}, {"no", "0"}, {"off", "0"}, {"false", "0"}});

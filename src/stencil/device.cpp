@@ -11,20 +11,21 @@
 //    sent by the system MPI from there (the thesis's staged method), so an
 //    MPI that may not be CUDA-aware never sees a device pointer.
 // Each kind of move (packs, copies, unpacks) is one kernel launch per GPU
-// over all its regions and quantities (piece.hpp).
+// over all its regions and quantities (piece.hpp). A rank on GPUs without
+// peer access between them (or DTMPI_STENCIL_PEER_ACCESS=0) moves the bytes
+// between its GPUs by copies instead (peer_copies, domain_impl.hpp).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
 #include <algorithm>
-#include <mutex>
-#include <set>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "base/cuda_check.hpp"
 #include "runtime/config.hpp"
 #include "runtime/device.hpp"
 #include "stencil/device_kernels.hpp"
+#include "stencil/device_internal.hpp"
 #include "stencil/domain_impl.hpp"
 
 namespace dtmpi::stencil {
@@ -35,34 +36,6 @@ constexpr int64_t kDeviceRowAlign = 512;
 // The exchange's stream on the rank's home GPU (the peers' buffers), and on
 // the GPU of subdomain `sub`.
 cudaStream_t home_stream(const DomainImpl& d) { return static_cast<cudaStream_t>(d.streams.front()); }
-size_t device_index(const DomainImpl& d, int device) {
-  return static_cast<size_t>(std::find(d.devices.begin(), d.devices.end(), device) - d.devices.begin());
-}
-
-// Makes `device` current for the launches that follow (a stream's kernels
-// must be launched with its device current) and restores the caller's
-// device when it goes.
-class OnDevice {
- public:
-  OnDevice() {
-    cudaGetDevice(&saved_);
-    current_ = saved_;
-  }
-  ~OnDevice() {
-    if (current_ != saved_) cudaSetDevice(saved_);
-  }
-  OnDevice(const OnDevice&) = delete;
-  OnDevice& operator=(const OnDevice&) = delete;
-  Status use(int device) {
-    if (device != current_) DTMPI_CUDA_CHECK(cudaSetDevice(device));
-    current_ = device;
-    return ok_status();
-  }
-
- private:
-  int saved_ = 0;
-  int current_ = 0;
-};
 
 Status sync_all(const DomainImpl& d) {
   for (void* s : d.streams) DTMPI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
@@ -110,8 +83,18 @@ void add_pieces(const DomainImpl& d, int parity, const Region& r, char* packed, 
 }
 
 // The kinds of move of an exchange: the index (with the parity) of their
-// launches and of their graphs.
-enum MoveKind { kPacks = 0, kCopies = 1, kUnpacks = 2 };
+// launches and, the first three, of their graphs (the links' only exist on
+// several GPUs, where graphs are off).
+enum MoveKind { kPacks = 0, kCopies = 1, kUnpacks = 2, kLinkPacks = 3, kLinkUnpacks = 4, kMoveKinds = 5 };
+size_t launch_index(int parity, MoveKind kind) { return static_cast<size_t>(parity * kMoveKinds + kind); }
+
+// Where region bytes at `at` in a peer's home buffer `home` are packed or
+// unpacked by GPU index `g`: there, or (peer_copies, not the home GPU) at the
+// same offset of that GPU's mirror.
+char* packed_at(const DomainImpl& d, char* home, char* at, const std::vector<void*>& mirror, size_t g) {
+  if (!d.peer_copies || g == 0) return at;
+  return static_cast<char*>(mirror[g]) + (at - home);
+}
 
 // The launches of `kind` for swap() parity `parity` (one per GPU that has
 // pieces), their tables copied to each GPU -- the pieces' pointers are those
@@ -120,15 +103,27 @@ enum MoveKind { kPacks = 0, kCopies = 1, kUnpacks = 2 };
 // (build_all_launches): a failure there is reported on every rank, where one
 // in an exchange would leave the peers waiting for this rank's messages.
 Status build_launches(DomainImpl& d, MoveKind kind, int parity) {
-  auto& slot = d.launches[static_cast<size_t>(parity * 3 + kind)];
+  auto& slot = d.launches[launch_index(parity, kind)];
   std::vector<std::vector<device::Piece>> pieces(d.devices.size());
   if (kind == kCopies) {
-    for (const LocalCopy& c : d.copies) add_pieces(d, parity, c.from, nullptr, &c.to, pieces);
+    for (const LocalCopy& c : d.copies)
+      if (direct_copy(d, c)) add_pieces(d, parity, c.from, nullptr, &c.to, pieces);
+  } else if (kind == kLinkPacks || kind == kLinkUnpacks) {
+    for (const GpuLink& l : d.links) {
+      char* at = static_cast<char*>(kind == kLinkPacks ? l.out : l.in);
+      for (const LocalCopy& c : l.copies) {
+        add_pieces(d, parity, kind == kLinkPacks ? c.from : c.to, at, nullptr, pieces);
+        at += d.region_bytes(c.from);
+      }
+    }
   } else {
     for (Peer& p : d.peers) {
-      char* at = static_cast<char*>(kind == kPacks ? p.send_device : p.recv_device);
+      char* home = static_cast<char*>(kind == kPacks ? p.send_device : p.recv_device);
+      char* at = home;
       for (const Region& r : kind == kPacks ? p.send : p.recv) {
-        add_pieces(d, parity, r, at, nullptr, pieces);
+        const size_t g = device_index(d, d.subs[static_cast<size_t>(r.sub)].device());
+        add_pieces(d, parity, r, packed_at(d, home, at, kind == kPacks ? p.send_mirror : p.recv_mirror, g), nullptr,
+                   pieces);
         at += d.region_bytes(r);
       }
     }
@@ -181,15 +176,19 @@ Status build_launches(DomainImpl& d, MoveKind kind, int parity) {
 // parity 0 reads and writes current(), parity 1 next()).
 Status build_all_launches(DomainImpl& d) {
   for (int parity : {0, 1})
-    for (MoveKind kind : {kPacks, kCopies, kUnpacks})
-      if (kind == kCopies ? !d.copies.empty() : !d.peers.empty()) DTMPI_TRY(build_launches(d, kind, parity));
+    for (MoveKind kind : {kPacks, kCopies, kUnpacks, kLinkPacks, kLinkUnpacks}) {
+      const bool any = kind == kCopies                               ? !d.copies.empty()
+                       : kind == kLinkPacks || kind == kLinkUnpacks ? !d.links.empty()
+                                                                     : !d.peers.empty();
+      if (any) DTMPI_TRY(build_launches(d, kind, parity));
+    }
   return ok_status();
 }
 
 // Queues the launches of `kind` (built) on each GPU's exchange stream: a
 // block per tile, or (narrow) overlap_blocks_per_sm blocks per SM of the GPU.
 Status launch_moves(DomainImpl& d, OnDevice& on, MoveKind kind, device::Move how, bool narrow) {
-  const auto& slot = d.launches[static_cast<size_t>(d.parity * 3 + kind)];
+  const auto& slot = d.launches[launch_index(d.parity, kind)];
   if (!slot) return Error{MPI_ERR_INTERN, "dtmpi::stencil: an exchange's launches were not made at realize()"};
   for (const GpuLaunch& l : *slot) {
     DTMPI_TRY(on.use(l.device));
@@ -261,53 +260,38 @@ Status stage_packed(DomainImpl& d, OnDevice& on, bool to_host) {
 Status record_pack(DomainImpl& d) {
   OnDevice on;
   DTMPI_TRY(launch_moves(d, on, kPacks, device::Move::kPack, false));
+  if (d.peer_copies) DTMPI_TRY(move_mirrors(d, on, true));
   return stage_packed(d, on, true);
 }
 
 Status record_copy_local(DomainImpl& d) {
   OnDevice on;
-  return launch_moves(d, on, kCopies, device::Move::kCopy, narrow_round(d));
+  if (d.launches[launch_index(d.parity, kCopies)])
+    DTMPI_TRY(launch_moves(d, on, kCopies, device::Move::kCopy, narrow_round(d)));
+  if (d.links.empty()) return ok_status();
+  // between GPUs without kernels reaching across: packed on the source GPU,
+  // copied, unpacked on the destination once every link into it has arrived
+  DTMPI_TRY(launch_moves(d, on, kLinkPacks, device::Move::kPack, narrow_round(d)));
+  for (const GpuLink& l : d.links) {
+    DTMPI_TRY(on.use(d.devices[l.from]));
+    const auto from = static_cast<cudaStream_t>(d.streams[l.from]);
+    DTMPI_CUDA_CHECK(cudaMemcpyPeerAsync(l.in, d.devices[l.to], l.out, d.devices[l.from], static_cast<size_t>(l.bytes),
+                                         from));
+    DTMPI_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(l.moved), from));
+    DTMPI_TRY(on.use(d.devices[l.to]));
+    DTMPI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(d.streams[l.to]), static_cast<cudaEvent_t>(l.moved), 0));
+  }
+  return launch_moves(d, on, kLinkUnpacks, device::Move::kUnpack, narrow_round(d));
 }
 
 Status record_unpack(DomainImpl& d) {
   OnDevice on;
   // device path: dtmpi's MPI_Waitall returned with the bytes in place
-  // (docs/point-to-point.md: a receive completes once the data is there)
+  // (docs/point-to-point.md: a receive completes once the data is there);
+  // staged: the copy back to the home GPU was waited for (several GPUs)
   DTMPI_TRY(stage_packed(d, on, false));
+  if (d.peer_copies) DTMPI_TRY(move_mirrors(d, on, false));
   return launch_moves(d, on, kUnpacks, device::Move::kUnpack, narrow_round(d));
-}
-
-// Lets every pair of the rank's GPUs reach each other's memory (the copies
-// between subdomains, the packs into and unpacks out of the home GPU's buffers).
-Status enable_peer_access(const std::vector<int>& devices) {
-  // the pairs enabled so far by this process's domains: a second domain on
-  // the same GPUs does not ask again (the driver's "already enabled" answer
-  // is an error that tools like compute-sanitizer report). A program that
-  // resets a device (cudaDeviceReset) between domains loses the access: not
-  // supported (documented in docs/stencil.md)
-  static std::mutex mu;
-  static std::set<std::pair<int, int>> enabled;
-  std::lock_guard lock(mu);
-  OnDevice on;
-  for (int a : devices)
-    for (int b : devices) {
-      if (a == b || enabled.count({a, b})) continue;
-      int can = 0;
-      DTMPI_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
-      if (!can)
-        return Error{MPI_ERR_ARG, "dtmpi::stencil: set_gpus(): GPU " + std::to_string(a) + " cannot access GPU " +
-                                      std::to_string(b) + "'s memory (no peer access between them); one rank's "
-                                      "subdomains can only be on GPUs that reach each other"};
-      DTMPI_TRY(on.use(a));
-      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) {
-        cudaGetLastError();
-      } else {
-        DTMPI_CUDA_CHECK(e);
-      }
-      enabled.insert({a, b});
-    }
-  return ok_status();
 }
 
 }  // namespace
@@ -363,9 +347,15 @@ Status device_allocate(DomainImpl& d) {
     if (g < 0) return Error{MPI_ERR_ARG, "dtmpi::stencil: no usable CUDA device for this rank's subdomains"};
     if (std::find(d.devices.begin(), d.devices.end(), g) == d.devices.end()) d.devices.push_back(g);
   }
+  d.peer_copies = false;
   if (d.devices.size() > 1) {
     d.graphs = false;  // one recording per GPU would be needed (set_cuda_graphs() says so)
-    DTMPI_TRY(enable_peer_access(d.devices));
+    // kernels over peer access where every pair of the GPUs has it (one
+    // launch per kind and GPU), else copies between them
+    auto reach = all_peer_access(d.devices);
+    if (!reach) return reach.error();
+    d.peer_copies = !runtime::config().stencil_peer_access || !reach.value();
+    if (!d.peer_copies) DTMPI_TRY(enable_peer_access(d.devices));
   }
   OnDevice on;
   d.overlap_blocks_per_sm = d.overlap_blocks_set ? *d.overlap_blocks_set : runtime::config().stencil_overlap_blocks;
@@ -416,6 +406,7 @@ Status device_allocate(DomainImpl& d) {
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.send_host), sb));
     DTMPI_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p.recv_host), rb));
   }
+  if (d.peer_copies) DTMPI_TRY(prepare_peer_copies(d, on));
   DTMPI_TRY(build_all_launches(d));
   return sync_all(d);
 }
@@ -435,7 +426,19 @@ void device_release(DomainImpl& d) noexcept {
     cudaFreeHost(p.recv_host);
     p.send_device = p.recv_device = nullptr;
     p.send_host = p.recv_host = nullptr;
+    for (void* m : p.send_mirror) cudaFree(m);
+    for (void* m : p.recv_mirror) cudaFree(m);
+    p.send_mirror.clear();
+    p.recv_mirror.clear();
   }
+  for (GpuLink& l : d.links) {
+    cudaFree(l.out);
+    cudaFree(l.in);
+    if (l.moved) cudaEventDestroy(static_cast<cudaEvent_t>(l.moved));
+  }
+  d.links.clear();
+  d.mirror_ranges.clear();
+  d.peer_copies = false;
   for (auto& slot : d.launches) {
     if (slot)
       for (GpuLaunch& l : *slot) cudaFree(l.table);

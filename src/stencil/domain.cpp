@@ -390,6 +390,7 @@ ExchangeStats DistributedDomain::stats() const {
   s.overlap_blocks_per_sm = impl_->overlap_blocks_per_sm;
   s.overlapped_exchanges = impl_->overlapped_exchanges;
   s.deferred_sends = impl_->deferred_sends;
+  s.gpu_peer_copies = impl_->peer_copies;
   return s;
 }
 
@@ -400,6 +401,7 @@ std::string DistributedDomain::describe() const {
   return "extent " + text(d.extent) + " in " + text(p.grid()) + " subdomains (" + std::to_string(p.nodes()) +
          " node(s) of " + text(p.local_grid()) + ", " + std::to_string(d.per_rank) + " per rank), " +
          d.placement_text + ", messages " + to_string(stats().peer_path) +
+         (d.peer_copies ? ", copies between the rank's GPUs" : "") +
          (d.channels ? ", shared memory with the node's peers" : "");
 }
 

@@ -75,6 +75,32 @@ struct Peer {
   char* recv_host = nullptr;
   void* send_device = nullptr;  // device domains: the packed bytes on the GPU (what MPI
   void* recv_device = nullptr;  // sends / receives on the device path)
+  // DomainImpl::peer_copies: by GPU index (devices' order; null for the home
+  // GPU), the same buffers on that GPU, which its subdomains pack into and
+  // unpack from at the home buffers' offsets
+  std::vector<void*> send_mirror, recv_mirror;
+};
+
+// peer_copies: the bytes of one peer's buffer that GPU `gpu`'s subdomains
+// pack or unpack (consecutive regions of that GPU), moved between its mirror
+// and the home GPU's buffer.
+struct MirrorRange {
+  size_t peer = 0, gpu = 0;
+  int64_t offset = 0, bytes = 0;
+  bool send = true;
+};
+
+// peer_copies: the same-rank copies from the subdomains on GPU index `from`
+// to those on `to`: packed into `out` on `from`, copied to `in` on `to`,
+// unpacked there; `moved`: the cudaEvent_t after the copy, which `to`'s
+// stream waits for.
+struct GpuLink {
+  size_t from = 0, to = 0;
+  std::vector<LocalCopy> copies;
+  int64_t bytes = 0;
+  void* out = nullptr;
+  void* in = nullptr;
+  void* moved = nullptr;
 };
 
 // Device domains: one GPU's launch of one kind of move (device.cpp), its
@@ -134,9 +160,16 @@ struct DomainImpl {
   bool graphs = false;             // what realize() made of it (device domains only)
   int parity = 0;                  // swap()s, mod 2
   std::array<void*, 12> graph_exec{};
-  // the batched launches, [parity * 3 + kind] (graph_exec's index without the
-  // narrow bit); built at realize() for both parities (their pointers are current()'s too)
-  std::array<std::optional<std::vector<GpuLaunch>>, 6> launches;
+  // the batched launches, [parity * kMoveKinds + kind] (device.cpp's
+  // MoveKind); built at realize() for both parities (their pointers are current()'s too)
+  std::array<std::optional<std::vector<GpuLaunch>>, 10> launches;
+  // A rank on several GPUs without peer access between every pair of them
+  // (or DTMPI_STENCIL_PEER_ACCESS=0): bytes between its GPUs move by copies
+  // (device.cpp): the peers' buffers through mirrors, the same-rank copies
+  // between GPUs through links; the same-rank copies on one GPU stay kernels.
+  bool peer_copies = false;
+  std::vector<MirrorRange> mirror_ranges;
+  std::vector<GpuLink> links;
   // Overlapped exchanges (set_overlap_blocks_per_sm(),
   // DTMPI_STENCIL_OVERLAP_BLOCKS): their copy and unpack launches' grid in
   // blocks per SM (0: a block per tile), each GPU's SMs (by devices' order),

@@ -212,10 +212,12 @@ TEST(StencilGpuPlacement, BandwidthMatrixByDeviceOrdinal) {
 
 // Several GPUs per rank (set_gpus): each rank's slots spread over the GPUs it
 // names, subdomains of one rank on different GPUs exchanging by kernels over
-// peer access, peers' buffers on the home GPU; every ghost by global
-// coordinate, both peer paths, graphs refused. With one GPU the list names it
-// twice (one device, the single-GPU path); with two or more every GPU gets
-// subdomains and the node's GPU links are measured for the placement.
+// peer access -- or, without peer access or with DTMPI_STENCIL_PEER_ACCESS=0
+// (test_stencil_gpu_peer_copies_np2), by copies between the GPUs -- peers'
+// buffers on the home GPU; every ghost by global coordinate, both peer paths,
+// graphs refused. With one GPU the list names it twice (one device, the
+// single-GPU path); with two or more every GPU gets subdomains and the node's
+// GPU links are measured for the placement.
 TEST(StencilGpuSeveral, SubdomainsSpreadOverTheRanksGpus) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";
@@ -250,6 +252,18 @@ TEST(StencilGpuSeveral, SubdomainsSpreadOverTheRanksGpus) {
       if (std::find(distinct.begin(), distinct.end(), g) == distinct.end()) distinct.push_back(g);
     EXPECT_EQ(used.size(), distinct.size());  // every GPU of the list holds subdomains
     EXPECT_EQ(d.cuda_graphs(), distinct.size() == 1);
+    bool reach = true;
+    for (int a : distinct)
+      for (int b : distinct) {
+        int can = 1;
+        if (a != b) {
+          ASSERT_EQ(cudaDeviceCanAccessPeer(&can, a, b), cudaSuccess);
+        }
+        reach = reach && can;
+      }
+    const char* access = std::getenv("DTMPI_STENCIL_PEER_ACCESS");
+    const bool forced_off = access && (std::string(access) == "0" || std::string(access) == "off");
+    EXPECT_EQ(d.stats().gpu_peer_copies, distinct.size() > 1 && (forced_off || !reach));
     const std::string text = d.describe();
     EXPECT_EQ(text.find("GPU links measured") != std::string::npos, distinct.size() > 1) << text;
     for (int round = 0; round < 3; ++round) {
