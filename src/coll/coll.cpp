@@ -37,6 +37,12 @@ Result<std::shared_ptr<CommState>> usable(MPI_Comm comm, bool blocking) {
 
 Result<bool> may_serve(MPI_Comm comm, MPI_Request* req) {
   if (!enabled() || comm == MPI_COMM_NULL) return false;
+  // never an intercommunicator's: the entries read their per-rank arrays by
+  // the local group's size, where an intercommunicator's hold the remote
+  // group's (MPICH's icalltoallw: garbage types past the arrays' end, then
+  // MPI_ERR_TYPE from MPI_Type_size, under every DTMPI_COLL of session 27)
+  int inter = 0;
+  if (REAL(MPI_Comm_test_inter)(comm, &inter) != MPI_SUCCESS || inter) return false;
   if (!req) {
     auto st = usable_or_hierarchy(comm, true);
     if (!st) return st.error();

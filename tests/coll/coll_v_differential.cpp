@@ -411,3 +411,84 @@ TEST(CollV, NonBlockingInFlightTogether) {
     }
   }
 }
+
+namespace {
+
+// Collectives on an intercommunicator of unequal groups (rank 0 against the
+// rest): dtmpi's algorithms never serve them, and the entries must say so
+// before reading a per-rank array -- those are sized by the remote group,
+// where the entries count the local one (MPICH's icalltoallw read types past
+// the end and failed with MPI_ERR_TYPE under every DTMPI_COLL setting).
+// Closed-form results, every kind with per-rank arrays and a few without.
+TEST(CollV, IntercommunicatorsOfUnequalGroups) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 2) GTEST_SKIP() << "an intercommunicator needs 2 ranks";
+  const int color = me == 0 ? 0 : 1;
+  MPI_Comm local = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, color, me, &local), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color == 0 ? 1 : 0, 77, &inter), MPI_SUCCESS);
+  int lr = 0, remote = 0;
+  MPI_Comm_rank(inter, &lr);
+  MPI_Comm_remote_size(inter, &remote);
+  const int base = color * 1000;  // the other group's values start at (1 - color) * 1000
+  const int other = (1 - color) * 1000;
+  for (int round = 0; round < 3; ++round) {
+    // Alltoallw / Alltoallv / Alltoall: block j to remote rank j, value base + 10 * lr + j
+    std::vector<int> out(static_cast<size_t>(remote)), in(static_cast<size_t>(remote), -1);
+    for (int j = 0; j < remote; ++j) out[static_cast<size_t>(j)] = base + 10 * lr + j + round;
+    std::vector<int> counts(static_cast<size_t>(remote), 1), displs(static_cast<size_t>(remote));
+    std::vector<int> bdispls(static_cast<size_t>(remote));
+    std::vector<MPI_Datatype> types(static_cast<size_t>(remote), MPI_INT);
+    for (int j = 0; j < remote; ++j) {
+      displs[static_cast<size_t>(j)] = j;
+      bdispls[static_cast<size_t>(j)] = j * static_cast<int>(sizeof(int));
+    }
+    auto check_blocks = [&](const char* what) {
+      for (int j = 0; j < remote; ++j)
+        ASSERT_EQ(in[static_cast<size_t>(j)], other + 10 * j + lr + round) << what << " from remote rank " << j;
+      std::fill(in.begin(), in.end(), -1);
+    };
+    ASSERT_EQ(MPI_Alltoallw(out.data(), counts.data(), bdispls.data(), types.data(), in.data(), counts.data(),
+                            bdispls.data(), types.data(), inter),
+              MPI_SUCCESS);
+    check_blocks("MPI_Alltoallw");
+    ASSERT_EQ(MPI_Alltoallv(out.data(), counts.data(), displs.data(), MPI_INT, in.data(), counts.data(),
+                            displs.data(), MPI_INT, inter),
+              MPI_SUCCESS);
+    check_blocks("MPI_Alltoallv");
+    ASSERT_EQ(MPI_Alltoall(out.data(), 1, MPI_INT, in.data(), 1, MPI_INT, inter), MPI_SUCCESS);
+    check_blocks("MPI_Alltoall");
+    // Allgatherv / Allgather: every remote rank's base + lr
+    const int mine = base + lr + round;
+    ASSERT_EQ(MPI_Allgatherv(&mine, 1, MPI_INT, in.data(), counts.data(), displs.data(), MPI_INT, inter), MPI_SUCCESS);
+    for (int j = 0; j < remote; ++j) ASSERT_EQ(in[static_cast<size_t>(j)], other + j + round) << "MPI_Allgatherv";
+    ASSERT_EQ(MPI_Allgather(&mine, 1, MPI_INT, in.data(), 1, MPI_INT, inter), MPI_SUCCESS);
+    for (int j = 0; j < remote; ++j) ASSERT_EQ(in[static_cast<size_t>(j)], other + j + round) << "MPI_Allgather";
+    // Allreduce: the sum over the remote group
+    long x = base + lr, sum = 0, want = 0;
+    for (int j = 0; j < remote; ++j) want += other + j;
+    ASSERT_EQ(MPI_Allreduce(&x, &sum, 1, MPI_LONG, MPI_SUM, inter), MPI_SUCCESS);
+    ASSERT_EQ(sum, want) << "MPI_Allreduce";
+    // Gatherv and Bcast rooted in group 0 (its one rank is MPI_ROOT)
+    std::vector<int> gathered(static_cast<size_t>(remote), -1);
+    if (color == 0) {
+      ASSERT_EQ(MPI_Gatherv(nullptr, 0, MPI_INT, gathered.data(), counts.data(), displs.data(), MPI_INT, MPI_ROOT, inter),
+                MPI_SUCCESS);
+      for (int j = 0; j < remote; ++j) ASSERT_EQ(gathered[static_cast<size_t>(j)], other + j + round) << "MPI_Gatherv";
+      int v = 4242 + round;
+      ASSERT_EQ(MPI_Bcast(&v, 1, MPI_INT, MPI_ROOT, inter), MPI_SUCCESS);
+    } else {
+      ASSERT_EQ(MPI_Gatherv(&mine, 1, MPI_INT, nullptr, nullptr, nullptr, MPI_INT, 0, inter), MPI_SUCCESS);
+      int v = -1;
+      ASSERT_EQ(MPI_Bcast(&v, 1, MPI_INT, 0, inter), MPI_SUCCESS);
+      ASSERT_EQ(v, 4242 + round) << "MPI_Bcast";
+    }
+    ASSERT_EQ(MPI_Barrier(inter), MPI_SUCCESS);
+  }
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+}
+
+}  // namespace
