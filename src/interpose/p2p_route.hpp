@@ -34,9 +34,12 @@ namespace dtmpi::interpose {
 // sub-communicator hung every collective on a larger one). A collective on a
 // communicator no window covers blocks as it is -- dtmpi's own algorithms
 // progress the windows while they wait; the system MPI's do not (a passive-
-// target epoch to a rank blocked there waits for it: docs/rma.md).
+// target epoch to a rank blocked there waits for it: docs/rma.md). Not at
+// all where dtmpi's progress thread serves the windows (MPI_THREAD_MULTIPLE):
+// there a window created or freed by another thread during the collective
+// could make ranks decide apart, and the thread answers the epochs anyway.
 [[gnu::always_inline]] inline bool collective_needs_progress(MPI_Comm comm) {
-  return blocking_needs_progress() && rma::windows_cover(comm);
+  return blocking_needs_progress() && !rma::progress_thread_serves() && rma::windows_cover(comm);
 }
 
 // What a call's fast path (plain_host) learned before it said no, handed on

@@ -434,10 +434,14 @@ std::thread g_thread;
 std::atomic<bool> g_thread_run{false};
 }  // namespace
 
-void start_progress_thread() {
-  if (g_thread.joinable() || runtime::config().rma_thread == "off") return;
+bool progress_thread_serves() {
+  if (runtime::config().rma_thread == "off") return false;
   int level = MPI_THREAD_SINGLE;
-  if (REAL(MPI_Query_thread)(&level) != MPI_SUCCESS || level != MPI_THREAD_MULTIPLE) return;
+  return REAL(MPI_Query_thread)(&level) == MPI_SUCCESS && level == MPI_THREAD_MULTIPLE;
+}
+
+void start_progress_thread() {
+  if (g_thread.joinable() || !progress_thread_serves()) return;
   g_thread_run.store(true);
   g_thread = std::thread([] {
     // a short sleep between rounds: a request waits at most ~50 us more

@@ -281,6 +281,10 @@ std::vector<int> world_members_of(MPI_Comm comm);
 bool windows_cover(MPI_Comm comm);
 // A window was registered or freed: the cached answers are stale.
 void windows_changed();
+// Whether dtmpi's progress thread serves the windows while they exist
+// (MPI_THREAD_MULTIPLE, DTMPI_RMA_THREAD not off; progress.cpp): then no
+// blocking call needs another form to progress them.
+bool progress_thread_serves();
 
 // Sends a request message to `target` (header, optional plan, payload);
 // `operation`: it is an RMA operation of the current epoch (not a

@@ -43,8 +43,8 @@ struct Config {
   bool pack_async = false;
   bool stencil_graphs = false;           // DTMPI_STENCIL_GRAPHS: dtmpi::stencil device domains replay CUDA graphs
   int stencil_overlap_blocks = 1;        // DTMPI_STENCIL_OVERLAP_BLOCKS: overlapped exchanges' blocks per SM
-  bool stencil_shm = true;
-  bool stencil_peer_access = true;       // DTMPI_STENCIL_PEER_ACCESS: a rank's GPUs reach each other by kernels over peer access               // DTMPI_STENCIL_SHM: dtmpi::stencil host domains use shared memory in a node
+  bool stencil_shm = true;               // DTMPI_STENCIL_SHM: dtmpi::stencil host domains use shared memory in a node
+  bool stencil_peer_access = true;       // DTMPI_STENCIL_PEER_ACCESS: a rank's GPUs reach each other by kernels over peer access
   std::string cuda_aware = "auto";       // DTMPI_CUDA_AWARE: auto|0|1
   int64_t ranks_per_node = 0;            // DTMPI_RANKS_PER_NODE: 0 = detect (emulates nodes when set)
   int64_t coll_leaders = 1;              // DTMPI_COLL_LEADERS: leaders (groups) per node of a hierarchical collective

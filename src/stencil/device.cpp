@@ -87,6 +87,7 @@ void add_pieces(const DomainImpl& d, int parity, const Region& r, char* packed, 
 // several GPUs, where graphs are off).
 enum MoveKind { kPacks = 0, kCopies = 1, kUnpacks = 2, kLinkPacks = 3, kLinkUnpacks = 4, kMoveKinds = 5 };
 size_t launch_index(int parity, MoveKind kind) { return static_cast<size_t>(parity * kMoveKinds + kind); }
+static_assert(std::tuple_size_v<decltype(DomainImpl::launches)> == 2 * kMoveKinds);
 
 // Where region bytes at `at` in a peer's home buffer `home` are packed or
 // unpacked by GPU index `g`: there, or (peer_copies, not the home GPU) at the
@@ -272,12 +273,16 @@ Status record_copy_local(DomainImpl& d) {
   // between GPUs without kernels reaching across: packed on the source GPU,
   // copied, unpacked on the destination once every link into it has arrived
   DTMPI_TRY(launch_moves(d, on, kLinkPacks, device::Move::kPack, narrow_round(d)));
+  // every copy queued before any wait: a copy B->A must not queue behind
+  // B's wait for A->B
   for (const GpuLink& l : d.links) {
     DTMPI_TRY(on.use(d.devices[l.from]));
     const auto from = static_cast<cudaStream_t>(d.streams[l.from]);
     DTMPI_CUDA_CHECK(cudaMemcpyPeerAsync(l.in, d.devices[l.to], l.out, d.devices[l.from], static_cast<size_t>(l.bytes),
                                          from));
     DTMPI_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(l.moved), from));
+  }
+  for (const GpuLink& l : d.links) {
     DTMPI_TRY(on.use(d.devices[l.to]));
     DTMPI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(d.streams[l.to]), static_cast<cudaEvent_t>(l.moved), 0));
   }
