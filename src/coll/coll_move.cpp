@@ -164,7 +164,8 @@ Result<bool> reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Dat
   int me = 0;
   REAL(MPI_Comm_rank)(comm, &me);
   static char no_block;
-  if (!rb && elems[static_cast<size_t>(me)] > 0) return false;  // erroneous: the system MPI reports it
+  // in place the receive buffer holds the whole input: none is erroneous too
+  if (!rb && (elems[static_cast<size_t>(me)] > 0 || sb == MPI_IN_PLACE)) return false;  // the system MPI reports it
   void* out = rb ? rb : &no_block;
   Algorithm a{};
   auto state = serving(CollOpKind::kReduceScatter, comm, largest * r.elem, req, a);

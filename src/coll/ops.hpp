@@ -9,7 +9,8 @@
 // `ready` flag to (seq, phase); readers wait for that and read the region
 // where it lies (a "get": pull, so a reader's entry is implicit, and no
 // rank ever writes into memory a peer may still be reading: a scratch slot is
-// written again kScratchSlots sequence numbers later, once every peer's
+// written again kScratchSlots sequence numbers later (an inline slot,
+// kInlineSlots later), once every peer's
 // `done` says it has moved on -- CommState::may_write, no handshake per
 // operation).
 #pragma once
