@@ -6,6 +6,7 @@
 #include "base/result.hpp"
 #include "interpose/boundary.hpp"
 #include "rma/window.hpp"
+#include "runtime/config.hpp"
 #include "runtime/buffer_hint.hpp"
 #include "type/registry.hpp"
 #include "transport/p2p.hpp"
@@ -38,7 +39,11 @@ namespace dtmpi::interpose {
 // all where dtmpi's progress thread serves the windows (MPI_THREAD_MULTIPLE):
 // there a window created or freed by another thread during the collective
 // could make ranks decide apart, and the thread answers the epochs anyway.
+// DTMPI_RMA_COLLECTIVES=all: every blocking collective, on every rank,
+// windows or not (the same on every rank; the program's choice where a target
+// blocks in a collective on a communicator no window covers).
 [[gnu::always_inline]] inline bool collective_needs_progress(MPI_Comm comm) {
+  if (runtime::config().rma_collectives_all) return true;
   return blocking_needs_progress() && !rma::progress_thread_serves() && rma::windows_cover(comm);
 }
 

@@ -76,6 +76,11 @@ const std::vector<VariableDoc> kVariables = {
      "one-sided communication: auto (dtmpi serves windows over GPU memory on any rank and dynamic windows while "
      "GPUs are in use; host windows stay the system MPI's), all (dtmpi serves every window), off (the system MPI "
      "serves every window; device memory in one is then an error) -- docs/rma.md"},
+    {"DTMPI_RMA_COLLECTIVES", "covered",
+     "covered: while dtmpi's windows exist, a blocking collective takes its non-blocking form (and a wait that "
+     "progresses the windows) on a communicator all of whose processes are members of one window; all: every "
+     "blocking collective does, on every rank, windows or not (slower collectives; for a program whose target of a "
+     "passive-target epoch blocks in a collective on a larger communicator below MPI_THREAD_MULTIPLE) -- docs/rma.md"},
     {"DTMPI_RMA_THREAD", "auto",
      "auto: where the application runs MPI_THREAD_MULTIPLE, a thread of dtmpi's serves peers' one-sided requests to "
      "this rank's windows while any exists (a target in a blocking system-MPI call still answers); off: only inside "
@@ -282,6 +287,7 @@ Config read_environment() {
   c.ranks_per_node = number("DTMPI_RANKS_PER_NODE", 0, 0, INT32_MAX, false);
   c.rma = choice("DTMPI_RMA", "auto", {"auto", "all", "off"}, {{"0", "off"}, {"1", "all"}});
   c.rma_thread = choice("DTMPI_RMA_THREAD", "auto", {"auto", "off"}, {{"0", "off"}});
+  c.rma_collectives_all = choice("DTMPI_RMA_COLLECTIVES", "covered", {"covered", "all"}) == "all";
   c.coll = coll_choice();
   c.coll_scratch = number("DTMPI_COLL_SCRATCH", 256 << 10, 4096, int64_t{1} << 30, true);
   c.coll_leaders = number("DTMPI_COLL_LEADERS", 1, 1, 1024, false);

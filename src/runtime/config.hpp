@@ -58,6 +58,10 @@ struct Config {
   // DTMPI_RMA_THREAD: auto (a progress thread for dtmpi's windows where the
   // application runs MPI_THREAD_MULTIPLE) or off
   std::string rma_thread = "auto";
+  // DTMPI_RMA_COLLECTIVES: covered (a blocking collective takes its
+  // non-blocking form to progress dtmpi's windows only on a communicator one
+  // window covers) or all (every blocking collective, on every rank, always)
+  bool rma_collectives_all = false;
   // DTMPI_COLL: system (default), tuned, or a list of <op>:<algorithm> and
   // "tuned" (src/coll/select.hpp); validated here against kCollAlgorithms
   std::string coll = "system";

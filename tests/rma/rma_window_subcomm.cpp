@@ -10,7 +10,11 @@
 // algorithms).
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -84,6 +88,26 @@ int main(int argc, char** argv) {
   if (sub != MPI_COMM_NULL) MPI_Win_create(&counter, sizeof counter, sizeof counter, MPI_INFO_NULL, sub, &win);
   collectives(MPI_COMM_WORLD, "MPI_COMM_WORLD");
   collectives(edge, "a communicator across the window's edge");
+  // DTMPI_RMA_COLLECTIVES=all: a target in a collective on a communicator no
+  // window covers (the world's barrier) answers a passive-target epoch of a
+  // window member that enters the barrier only after it (hangs without)
+  const char* mode = std::getenv("DTMPI_RMA_COLLECTIVES");
+  if (mode && std::strcmp(mode, "all") == 0 && sub != MPI_COMM_NULL) {
+    int sme = 0, sn = 0;
+    MPI_Comm_rank(sub, &sme);
+    MPI_Comm_size(sub, &sn);
+    if (sme == sn - 1) {
+      const long one = 1;
+      long prev = -1;
+      // rank 0 is in the world's barrier by then (it has nothing else to do)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+      MPI_Fetch_and_op(&one, &prev, MPI_LONG, 0, 0, MPI_SUM, win);
+      MPI_Win_unlock(0, win);
+      expect(prev >= 0, "a passive-target epoch to a rank in the world's barrier", "the window", me);
+    }
+  }
+  if (mode && std::strcmp(mode, "all") == 0) MPI_Barrier(MPI_COMM_WORLD);
   if (sub != MPI_COMM_NULL) {
     // the window's own communicator: a passive-target epoch from its last
     // rank to rank 0 while rank 0 is in the collectives (they progress it)
