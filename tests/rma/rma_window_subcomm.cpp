@@ -66,6 +66,24 @@ void collectives(MPI_Comm comm, const char* name) {
   }
 }
 
+// Whether this rank is the last of the window's communicator `sub` (the origin).
+bool last_of(MPI_Comm sub) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(sub, &me);
+  MPI_Comm_size(sub, &n);
+  return me == n - 1;
+}
+
+// One passive-target epoch to rank 0 of the window: lock, fetch-and-add 1, unlock.
+long take_one(MPI_Win win, int lock_type) {
+  const long one = 1;
+  long prev = -1;
+  MPI_Win_lock(lock_type, 0, 0, win);
+  MPI_Fetch_and_op(&one, &prev, MPI_LONG, 0, 0, MPI_SUM, win);
+  MPI_Win_unlock(0, win);
+  return prev;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,35 +110,17 @@ int main(int argc, char** argv) {
   // window covers (the world's barrier) answers a passive-target epoch of a
   // window member that enters the barrier only after it (hangs without)
   const char* mode = std::getenv("DTMPI_RMA_COLLECTIVES");
-  if (mode && std::strcmp(mode, "all") == 0 && sub != MPI_COMM_NULL) {
-    int sme = 0, sn = 0;
-    MPI_Comm_rank(sub, &sme);
-    MPI_Comm_size(sub, &sn);
-    if (sme == sn - 1) {
-      const long one = 1;
-      long prev = -1;
-      // rank 0 is in the world's barrier by then (it has nothing else to do)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
-      MPI_Fetch_and_op(&one, &prev, MPI_LONG, 0, 0, MPI_SUM, win);
-      MPI_Win_unlock(0, win);
-      expect(prev >= 0, "a passive-target epoch to a rank in the world's barrier", "the window", me);
-    }
+  if (mode && std::strcmp(mode, "all") == 0 && sub != MPI_COMM_NULL && last_of(sub)) {
+    // rank 0 is in the world's barrier by then (it has nothing else to do)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    expect(take_one(win, MPI_LOCK_EXCLUSIVE) >= 0, "a passive-target epoch to a rank in the world's barrier",
+           "the window", me);
   }
   if (mode && std::strcmp(mode, "all") == 0) MPI_Barrier(MPI_COMM_WORLD);
   if (sub != MPI_COMM_NULL) {
     // the window's own communicator: a passive-target epoch from its last
     // rank to rank 0 while rank 0 is in the collectives (they progress it)
-    int sme = 0, sn = 0;
-    MPI_Comm_rank(sub, &sme);
-    MPI_Comm_size(sub, &sn);
-    if (sme == sn - 1) {
-      const long one = 1;
-      long prev = -1;
-      MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-      MPI_Fetch_and_op(&one, &prev, MPI_LONG, 0, 0, MPI_SUM, win);
-      MPI_Win_unlock(0, win);
-    }
+    if (last_of(sub)) take_one(win, MPI_LOCK_SHARED);
     collectives(sub, "the window's communicator");
     MPI_Win_free(&win);
   }
