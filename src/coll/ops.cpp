@@ -168,7 +168,7 @@ class Bcast final : public CollOp {
   bool advance() override {
     const int64_t off = static_cast<int64_t>(chunk_) * chunk_bytes_;
     const size_t len = static_cast<size_t>(std::min(chunk_bytes_, bytes_ - off));
-    if (bytes_ <= static_cast<int64_t>(tp::kInlineBytes)) return advance_inline();
+    if (inline_only()) return advance_inline();
     if (me() == root_) {
       Seg::put(region(me(), 0), data_ + off, len);
       publish(0);

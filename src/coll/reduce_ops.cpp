@@ -171,7 +171,7 @@ class RootReadAllreduce final : public ChunkedReduction {
       phase_ = 1;
     }
     // a few bytes travel with the flag (one line: transport::InlineSlot)
-    const bool inline_parts = bytes() <= transport::kInlineBytes;
+    const bool inline_parts = inline_only();
     if (phase_ == 1) {
       if (inline_parts) {
         for (int c; (c = tree_.child(me(), n(), index_)) >= 0; ++index_) {
